@@ -169,19 +169,26 @@ final class ResponseCacheConditionalRequestTests: XCTestCase {
     }
 
     /// `only-if-cached` with `If-Match`: no stored response can answer the condition, and nothing may be sent, so the
-    /// call fails with nothing sent, as it does when nothing is stored.
+    /// call fails with nothing sent, as it does when nothing is stored; its error says that a response is stored and
+    /// why it cannot answer, not that none is.
     func testOnlyIfCachedWithIfMatchFailsWithNothingSent() throws {
         let origin = Origin()
         let (connect, transport, _) = client(origin)
         XCTAssertEqual(outcome(connect).body, "version 1")
 
-        let route = Route(
-            "/a", baseURL: base,
-            headers: [
-                HTTPHeader(name: "If-Match", value: "\"v1\""),
-                HTTPHeader(name: "Cache-Control", value: "only-if-cached"),
-            ])
-        XCTAssertThrowsError(try connect.response(for: route, options: rule).wait(timeout: 5))
+        for field in ["If-Match", "If-Unmodified-Since"] {
+            let route = Route(
+                "/a", baseURL: base,
+                headers: [
+                    HTTPHeader(name: field, value: field == "If-Match" ? "\"v1\"" : Self.lastModified),
+                    HTTPHeader(name: "Cache-Control", value: "only-if-cached"),
+                ])
+            XCTAssertThrowsError(try connect.response(for: route, options: rule).wait(timeout: 5)) { error in
+                let message = (error as? ConnectError)?.message ?? ""
+                XCTAssertFalse(message.contains("no stored response"), message)
+                XCTAssertTrue(message.contains(field), message)
+            }
+        }
         XCTAssertEqual(transport.requests.count, 1)
         XCTAssertEqual(outcome(connect).body, "version 1")
         XCTAssertEqual(transport.requests.count, 1)
@@ -352,6 +359,54 @@ final class ResponseCacheConditionalRequestTests: XCTestCase {
             let served = outcome(connect, headers: [HTTPHeader(name: "If-None-Match", value: value)])
             XCTAssertEqual(served.status, status, value)
             XCTAssertEqual(served.body, status == 304 ? "" : "version 1", value)
+        }
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    /// A 304 stands for a `200 OK` (RFC 9110 §15.4.5; RFC 9111 §4.3.2 evaluates conditions against a stored 200 or
+    /// 206): a fresh stored 203, 204 or 201 whose `ETag` the caller's `If-None-Match` names is served as it is, whole,
+    /// never turned into a 304; nothing is sent.
+    func testOnlyAStored200AnswersIfNoneMatchWithA304() throws {
+        for status in [203, 204, 201] {
+            let transport = FakeTransport.answering(
+                .handler { request in
+                    .success(
+                        ConnectResponse(
+                            request: request, statusCode: status,
+                            headers: [
+                                "ETag": "\"v1\"", "Cache-Control": "max-age=60", "Last-Modified": Self.lastModified,
+                            ],
+                            data: Data(status == 204 ? "".utf8 : "version 1".utf8))!)
+                })
+            let connect = Connect(
+                transport: transport, retryPolicy: nil, responseCache: ResponseCache(maxBytes: 1_000_000))
+            XCTAssertEqual(outcome(connect).status, status)
+
+            for condition in [
+                HTTPHeader(name: "If-None-Match", value: "\"v1\""),
+                HTTPHeader(name: "If-Modified-Since", value: Self.lastModified),
+            ] {
+                let served = outcome(connect, headers: [condition])
+                XCTAssertEqual(transport.requests.count, 1, "served from memory: \(status) \(condition.name)")
+                XCTAssertEqual(served.status, status, "\(condition.name)")
+                XCTAssertEqual(served.body, status == 204 ? "" : "version 1", "\(status) \(condition.name)")
+            }
+        }
+    }
+
+    /// `only-if-cached` meeting a stored response that is stale: the error says it is not fresh enough, not that
+    /// nothing is stored.
+    func testOnlyIfCachedWithAStaleStoredResponseSaysItIsStale() throws {
+        let origin = Origin()
+        origin.headers = { ["ETag": "\"v\($0)\"", "Cache-Control": "max-age=0"] }
+        let (connect, transport, _) = client(origin)
+        XCTAssertEqual(outcome(connect).body, "version 1")
+
+        let route = Route("/a", baseURL: base, headers: [HTTPHeader(name: "Cache-Control", value: "only-if-cached")])
+        XCTAssertThrowsError(try connect.response(for: route, options: rule).wait(timeout: 5)) { error in
+            let message = (error as? ConnectError)?.message ?? ""
+            XCTAssertFalse(message.contains("no stored response"), message)
+            XCTAssertTrue(message.contains("not fresh enough"), message)
         }
         XCTAssertEqual(transport.requests.count, 1)
     }

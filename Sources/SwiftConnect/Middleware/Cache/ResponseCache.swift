@@ -43,14 +43,15 @@ import Foundation
 /// another, under a custom key too: the key then ends with a digest of them (see
 /// ``key(for:rule:)-(ConnectRequest,_)``). A response served from the cache still passes back through your middlewares.
 ///
-/// A fresh stored response answers the caller's own conditional GET or HEAD as a server would (RFC 9111 §4.3.2):
+/// A fresh stored `200 OK` answers the caller's own conditional GET or HEAD as a server would (RFC 9111 §4.3.2):
 /// when its `If-None-Match` names the stored `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
 /// `If-Modified-Since` is not older than the stored `Last-Modified` (without one, than the stored `Date`, as §4.3.2
 /// says a cache "SHOULD use"; without a `Date` that is an HTTP-date, nothing is compared), the caller gets a
 /// `304 Not Modified`, without the network: no body, and of the stored fields only `Cache-Control`,
 /// `Content-Location`, `Date`, `ETag`, `Expires`, `Last-Modified`, `Vary` and `Age`. It reaches the caller as a
 /// server's 304 does (an error of kind ``ConnectError/Kind/httpStatus``), and counts as a hit. A request whose
-/// conditions do not match is served the stored response. A request with `If-Match`, `If-Unmodified-Since` or
+/// conditions do not match is served the stored response, and so is one meeting another stored 2xx (a 203, a 204),
+/// whole: a 304 stands for a 200 (RFC 9110 §15.4.5). A request with `If-Match`, `If-Unmodified-Since` or
 /// `If-Range` is never answered from what is stored, fresh or not: RFC 9111 §4.3.2 says "the If-Match and
 /// If-Unmodified-Since conditional header fields are not applicable to a cache" and "A cache MUST NOT evaluate
 /// conditional header fields that only apply to an origin server", and `If-Range` is for a cache that serves partial
@@ -59,6 +60,12 @@ import Foundation
 /// the network as it is (a miss), and its answer counts as below for the caller's own conditional request: a 304
 /// that validates the stored response refreshes it, a 2xx other than 206 replaces it, and a 412 or a `206 Partial
 /// Content` leaves it as it was, in memory and in the storage (a 206 is never stored).
+///
+/// A GET with `Range` is not answered from what is stored either: the whole stored body is not the part the app asked
+/// for (RFC 9110 §14.2 lets a cache ignore `Range`, but an app may not expect it to), and the cache builds no `206` of
+/// its own (RFC 9111 §3.4 allows, not asks, it). It goes to the network as it is, without the cache's conditions (a
+/// 304 would serve the whole body again), and counts as a miss; its 206 or 416 reaches the caller and leaves the stored
+/// response, a 200 (a server ignoring the `Range`) replaces it. With `only-if-cached` it fails, nothing sent.
 ///
 /// The cache is private (its client's). It serves a response past its time to live only to a request that accepts one
 /// (`max-stale`, `.returnCacheData…`, below); to any other, it revalidates it (RFC 9111 §4.3) when it can:
@@ -671,7 +678,12 @@ public final class ResponseCache: Sendable {
         let now = self.now()
         // A reload fetches in full, ignoring what is stored; a request that asks to revalidate (RFC 9111 §5.2.1.4)
         // is served nothing as it is, but what is stored is revalidated, fresh or not.
-        let bypasses = rule.bypassesCache || Self.ignoresStoredData(policy)
+        // A GET for part of the resource (`Range`, RFC 9110 §14.2) is not answered from a stored complete response:
+        // the whole body, which a cache may serve (§14.2 lets a recipient ignore `Range`), is not what the app can
+        // take for the part it asked, and this cache builds no 206 of its own (RFC 9111 §3.4 allows, not asks, it).
+        // It goes to the server as it is, unconditional, and its 206 or 416 is not stored and leaves what is.
+        let asksRange = request.method == .get && request.value(forHTTPHeaderField: "Range") != nil
+        let bypasses = rule.bypassesCache || Self.ignoresStoredData(policy) || asksRange
         // A condition only the origin server can judge (`If-Match`, `If-Unmodified-Since`, `If-Range`: RFC 9111
         // §4.3.2) is not answered from what is stored: the request is sent as it is, as a revalidation would be.
         let revalidates =
@@ -727,11 +739,26 @@ public final class ResponseCache: Sendable {
             Self.reportServed(cached, for: request, to: context.transfer.progress)
             return Future(value: cached)
         }
-        if policy == .returnCacheDataDontLoad {
-            return Future(error: Self.unsent(request, asking: "its cache policy (returnCacheDataDontLoad)"))
-        }
-        if asks.onlyIfCached {
-            return Future(error: Self.unsent(request, asking: "its Cache-Control (only-if-cached)"))
+        if policy == .returnCacheDataDontLoad || asks.onlyIfCached {
+            // Why nothing stored answers: the stored response found (`revalidated`) is not served as it is.
+            let origin = Self.originConditionFields.first { request.value(forHTTPHeaderField: $0) != nil }
+            let unanswered: String
+            if asksRange {
+                unanswered = "the cache answers no Range request from what it stores"
+            } else if revalidated == nil {
+                unanswered = "no stored response for this request"
+            } else if let origin {
+                unanswered =
+                    "the stored response cannot answer its \(origin), a condition only the origin server judges"
+            } else if revalidates {
+                unanswered = "the stored response must be revalidated first, as the request asks"
+            } else {
+                unanswered = "the stored response is not fresh enough for this request"
+            }
+            let asking =
+                policy == .returnCacheDataDontLoad
+                ? "its cache policy (returnCacheDataDontLoad)" : "its Cache-Control (only-if-cached)"
+            return Future(error: Self.unsent(request, because: unanswered, asking: asking))
         }
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
@@ -887,10 +914,11 @@ public final class ResponseCache: Sendable {
         return freshFor - minFresh >= -(asks.maxStale ?? 0)
     }
 
-    /// The error of a request the cache cannot answer and must not send: `asking` says what forbids the network.
-    private static func unsent(_ request: ConnectRequest, asking: String) -> ConnectError {
+    /// The error of a request the cache cannot answer and must not send: `unanswered` says why nothing stored answers
+    /// it (none is stored, or why the one stored cannot), `asking` what forbids the network.
+    private static func unsent(_ request: ConnectRequest, because unanswered: String, asking: String) -> ConnectError {
         ConnectError(
-            .transport, message: "no stored response for this request, and \(asking) forbids the network",
+            .transport, message: "\(unanswered), and \(asking) forbids the network",
             request: .sent(request), underlyingError: URLError(.resourceUnavailable))
     }
 
@@ -978,7 +1006,7 @@ public final class ResponseCache: Sendable {
     ]
 
     /// A `304 Not Modified` for `request`, the caller's own conditional GET or HEAD, when its conditions say that
-    /// `served`, the fresh stored 2xx response about to answer it, is what the caller has already (RFC 9111 §4.3.2):
+    /// `served`, the fresh stored `200 OK` about to answer it (a 304 stands for a 200: another 2xx is served whole), is what the caller has already (RFC 9111 §4.3.2):
     /// its `If-None-Match` names the stored `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
     /// `If-Modified-Since` is an HTTP-date not older than the stored `Last-Modified`, or without one the stored `Date`
     /// (RFC 9111 §4.3.2: "a cache SHOULD use the stored response's Date field value"). The 304 has no body, and of
@@ -989,7 +1017,9 @@ public final class ResponseCache: Sendable {
     /// `If-Match`, `If-Unmodified-Since` and `If-Range` are not evaluated here: a request with one is never served
     /// from what is stored (``originConditionFields``).
     static func notModified(_ served: ConnectResponse, for request: ConnectRequest, now: Date) -> ConnectResponse? {
-        guard request.method == .get || request.method == .head, (200..<300).contains(served.statusCode) else {
+        // RFC 9110 §15.4.5: a 304 says the request "would have resulted in a 200 (OK) response"; RFC 9111 §4.3.2
+        // evaluates conditions against a stored 200 or 206 (never stored here). Another stored 2xx is served whole.
+        guard request.method == .get || request.method == .head, served.statusCode == 200 else {
             return nil
         }
         let trimmed = { (value: String) in String(ResponseFreshness.trimmed(Substring(value))) }
