@@ -286,6 +286,25 @@ final class ResponseCacheRequestDirectivesTests: XCTestCase {
         XCTAssertEqual(try get(connect, "max-stale").get(), #"{"version":2}"#)
     }
 
+    func testAStaleResponseThatMustBeRevalidatedIsNotServedWhenTheNetworkFails() throws {
+        // Given a stale stored response that says must-revalidate, with a validator, and a network that is down
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        let headers = ["Cache-Control": "max-age=60, must-revalidate", "ETag": "\"v1\""]
+        transport.stub(
+            .get, "/a",
+            with: [.json(string: #"{"version":1}"#, headers: headers), .failure(URLError(.notConnectedToInternet))])
+        let (connect, _) = clockedClient(transport, clock: clock)
+        _ = try get(connect, nil).get()
+        clock.withLock { $0.addTimeInterval(61) }
+
+        // When a request accepting stale responses goes out, then it fails with the network's error, not served stale
+        let failure = failureOf(get(connect, "max-stale"))
+        XCTAssertEqual((failure?.underlyingError as? URLError)?.code, .notConnectedToInternet)
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+    }
+
     /// The error of `result`, as a ``ConnectError``; `nil` for a success.
     private func failureOf(_ result: Result<String, Error>) -> ConnectError? {
         guard case .failure(let error) = result else { return nil }
