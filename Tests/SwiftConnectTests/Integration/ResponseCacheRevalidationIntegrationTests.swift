@@ -49,6 +49,34 @@ final class ResponseCacheRevalidationIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(cache.hitCount, 1)
     }
 
+    /// A GET with `Range` through a real engine reaches the server although a fresh complete response is stored, and
+    /// gets the server's 206, the part it asked for; the stored 200 keeps answering plain GETs whole.
+    func testARangeRequestReachesTheServerAndGetsItsPartialResponse() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let ranges = Recorder<String?>()
+        server.route("GET", "/file") { request in
+            ranges.append(request.header("Range"))
+            guard request.header("Range") == "bytes=0-2" else {
+                return LocalServer.Response(headers: [("ETag", "\"v1\"")], body: Data("0123456789".utf8))
+            }
+            return LocalServer.Response(
+                status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 0-2/10")], body: Data("012".utf8))
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil, responseCache: ResponseCache())
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        let whole = Route("/file", baseURL: server.baseURL, options: rule)
+        let part = Route(
+            "/file", baseURL: server.baseURL, headers: [HTTPHeader(name: "Range", value: "bytes=0-2")], options: rule)
+
+        XCTAssertEqual(try connect.request(whole).wait(timeout: 10), Data("0123456789".utf8))
+        let partial = try connect.response(for: part).wait(timeout: 10)
+        XCTAssertEqual(partial.statusCode, 206)
+        XCTAssertEqual(partial.data, Data("012".utf8))
+        XCTAssertEqual(try connect.request(whole).wait(timeout: 10), Data("0123456789".utf8))
+        XCTAssertEqual(ranges.values, [nil, "bytes=0-2"], "the last GET is served from memory")
+    }
+
     /// RFC 9111 §4.3.5 through a real engine: a HEAD whose `ETag` and `Content-Length` (the engine's, as the server
     /// sent them without a body) agree with the stored GET response leaves it served; once the document changed, a
     /// HEAD's answer with the new `ETag` keeps the stored body from being served to the next GET. The HEAD has no cache
