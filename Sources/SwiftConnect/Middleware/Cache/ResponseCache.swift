@@ -1006,16 +1006,16 @@ public final class ResponseCache: Sendable {
     ]
 
     /// A `304 Not Modified` for `request`, the caller's own conditional GET or HEAD, when its conditions say that
-    /// `served`, the fresh stored `200 OK` about to answer it (a 304 stands for a 200: another 2xx is served whole), is what the caller has already (RFC 9111 §4.3.2):
-    /// its `If-None-Match` names the stored `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
-    /// `If-Modified-Since` is an HTTP-date not older than the stored `Last-Modified`, or without one the stored `Date`
-    /// (RFC 9111 §4.3.2: "a cache SHOULD use the stored response's Date field value"). The 304 has no body, and of
-    /// `served`'s fields only ``notModifiedFields``, as a server's 304 would. `nil` when the conditions do not match
-    /// (`served` answers), or cannot be judged: an `If-Modified-Since` that is no HTTP-date, a stored response without
-    /// `Last-Modified` and without a `Date` (or with one that is no HTTP-date: its arrival time, which §4.3.2 allows
-    /// next, is not the server's clock), an `If-None-Match` that is no list of entity tags. The request's
-    /// `If-Match`, `If-Unmodified-Since` and `If-Range` are not evaluated here: a request with one is never served
-    /// from what is stored (``originConditionFields``).
+    /// `served`, the fresh stored `200 OK` about to answer it (a 304 stands for a 200: another 2xx is served whole), is
+    /// what the caller has already (RFC 9111 §4.3.2): its `If-None-Match` names the stored `ETag` (compared weakly) or
+    /// is `*`, or, without `If-None-Match`, its `If-Modified-Since` is an HTTP-date not older than the stored
+    /// `Last-Modified`, or without one the stored `Date` (RFC 9111 §4.3.2: "a cache SHOULD use the stored response's
+    /// Date field value"). The 304 has no body, and of `served`'s fields only ``notModifiedFields``, as a server's 304
+    /// would. `nil` when the conditions do not match (`served` answers), or cannot be judged: an `If-Modified-Since`
+    /// that is no HTTP-date, a stored response without `Last-Modified` and without a `Date` (or with one that is no
+    /// HTTP-date: its arrival time, which §4.3.2 allows next, is not the server's clock), an `If-None-Match` that is no
+    /// list of entity tags. The request's `If-Match`, `If-Unmodified-Since` and `If-Range` are not evaluated here: a
+    /// request with one is never served from what is stored (``originConditionFields``).
     static func notModified(_ served: ConnectResponse, for request: ConnectRequest, now: Date) -> ConnectResponse? {
         // RFC 9110 §15.4.5: a 304 says the request "would have resulted in a 200 (OK) response"; RFC 9111 §4.3.2
         // evaluates conditions against a stored 200 or 206 (never stored here). Another stored 2xx is served whole.
