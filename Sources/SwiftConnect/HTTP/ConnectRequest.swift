@@ -91,7 +91,7 @@ public struct ConnectRequest: Sendable {
         private let lock = Protected<InputStream?>(nil)
         /// The stream the body was made from, if it was.
         private let stream: InputStream?
-        private let makeChunks: @Sendable () -> RequestBodyChunks.Iterator
+        private let makeChunks: @Sendable (ReadingStop) -> RequestBodyChunks.Iterator
         /// The body's length when it is known before it is sent: it goes out as `Content-Length`, and a body of
         /// another length fails the call. `nil`: sent in chunks (`Transfer-Encoding: chunked` over HTTP/1.1), unless
         /// the request has a `Content-Length` field, which then is the length (a value that is no length is refused). On

@@ -19,14 +19,22 @@ public struct RequestBodyChunks: AsyncSequence, Sendable {
     /// A chunk of the body, never empty.
     public typealias Element = Data
 
-    private let make: @Sendable () -> Iterator
+    private let make: @Sendable (ReadingStop) -> Iterator
+    /// What ends the reading of an async sequence once the exchange that sends these chunks is over.
+    private let stop: ReadingStop
 
-    init(make: @escaping @Sendable () -> Iterator) {
+    init(stop: ReadingStop = ReadingStop(), make: @escaping @Sendable (ReadingStop) -> Iterator) {
+        self.stop = stop
         self.make = make
     }
 
     /// Starts reading: the source is opened on the first ``Iterator/next()``.
-    public func makeAsyncIterator() -> Iterator { make() }
+    public func makeAsyncIterator() -> Iterator { make(stop) }
+
+    /// These chunks, read until `stop` is told the exchange is over.
+    package func stopped(by stop: ReadingStop) -> RequestBodyChunks {
+        RequestBodyChunks(stop: stop, make: make)
+    }
 
     /// Reads the chunks in order.
     public struct Iterator: AsyncIteratorProtocol {
@@ -50,11 +58,12 @@ extension RequestBodyChunks {
 
     /// The chunks of `stream`, read `inputStreamChunkSize` bytes at a time, opened on the first read and closed at
     /// the end.
-    static func reading(_ stream: InputStream) -> @Sendable () -> Iterator {
+    static func reading(_ stream: InputStream) -> @Sendable (ReadingStop) -> Iterator {
         // The one iterator made from it reads the stream, one task at a time but not always on the same thread: each
         // read holds the stream's own lock, so that hand-over is checked, not assumed (`InputStream` is not Sendable).
+        // A read never waits for a producer, so there is nothing to tell when the exchange stops.
         let guarded = Protected(stream)
-        return {
+        return { _ in
             var opened = false
             var ended = false
             var buffer = [UInt8](repeating: 0, count: inputStreamChunkSize)
@@ -80,36 +89,21 @@ extension RequestBodyChunks {
         }
     }
 
-    /// The chunks of `sequence`, empty ones skipped, a failure made the core's.
-    static func reading<Chunks: AsyncSequence & Sendable>(_ sequence: Chunks) -> @Sendable () -> Iterator
+    /// The chunks of `sequence`, empty ones skipped, a failure made the core's, its producer told when `stop` ends
+    /// the exchange (``SequenceReader``).
+    static func reading<Chunks: AsyncSequence & Sendable>(_ sequence: Chunks) -> @Sendable (ReadingStop) -> Iterator
     where Chunks.Element == Data {
-        {
-            var iterator = sequence.makeAsyncIterator()
-            var ended = false
-            return Iterator {
-                guard !ended else { return nil }
-                do {
-                    while let chunk = try await iterator.next() {
-                        if !chunk.isEmpty { return chunk }
-                    }
-                    ended = true
-                    return nil
-                } catch {
-                    ended = true
-                    // The reading was stopped (the call cancelled, its deadline, the engine letting the body go): a
-                    // cancellation, as the exchange reports it. A `CancellationError` of the sequence's own (its
-                    // producer's task cancelled) while the body is still wanted is the body failing, like any other.
-                    if error is CancellationError, Task.isCancelled { throw error }
-                    throw Self.failure("the body's sequence failed: \(error)", underlying: error)
-                }
-            }
+        { stop in
+            let reader = SequenceReader(sequence)
+            stop.onStop { reader.stop() }
+            return Iterator { try await reader.next() }
         }
     }
 
     /// These chunks, each told to `sent` as it is taken, checked against `length` when one was announced.
     package func counted(announcing length: Int64?, sent: @escaping @Sendable (Int64) -> Void) -> RequestBodyChunks {
-        RequestBodyChunks { [make] in
-            var iterator = make()
+        RequestBodyChunks(stop: stop) { [make] stop in
+            var iterator = make(stop)
             var total: Int64 = 0
             return Iterator {
                 guard let chunk = try await iterator.next() else {
@@ -135,6 +129,166 @@ extension RequestBodyChunks {
         var error = ConnectError.invalidRequest(.bodyEncodingFailed(detail))
         error.underlyingError = underlying
         return error
+    }
+}
+
+// MARK: - Telling an async sequence's producer that the body is no longer wanted
+
+/// Tells the readers of a one-shot body's async sequence that the exchange sending it is over (ended, failed or
+/// cancelled), whatever its engine is doing then: waiting for the connection to take a chunk, or gone.
+package final class ReadingStop: Sendable {
+    private let state = Protected<(stopped: Bool, readers: [@Sendable () -> Void])>((false, []))
+
+    package init() {}
+
+    /// Runs `stop` when the exchange is over, at once if it is already.
+    func onStop(_ stop: @escaping @Sendable () -> Void) {
+        let stopped = state.withLock { state -> Bool in
+            if !state.stopped { state.readers.append(stop) }
+            return state.stopped
+        }
+        if stopped { stop() }
+    }
+
+    /// The exchange is over: every reader made so far, and any made later, stops.
+    package func stop() {
+        let readers = state.withLock { state -> [@Sendable () -> Void] in
+            state.stopped = true
+            defer { state.readers = [] }
+            return state.readers
+        }
+        for reader in readers { reader() }
+    }
+}
+
+/// Reads a one-shot body's async sequence for its engine, one chunk at a time, and ends the sequence when the
+/// exchange is over.
+///
+/// A sequence's producer (an `AsyncStream`'s `onTermination`) hears that its consumer stopped only when a `next()` is
+/// cancelled, and the request keeps the sequence, so letting the iterator go ends nothing. An engine's reading task
+/// is cancelled inside `next()` only when it happens to wait there; one waiting for the connection to take the last
+/// chunk (AsyncHTTPClient's writer), or one that let the body go, never tells it. So once the exchange is over
+/// (``stop()``), the reader asks the sequence once more from a task of its own that is cancelled: a sequence that
+/// heeds cancellation ends there, and whatever that read gives is dropped. A read in flight then is ended so as soon
+/// as it returns, its chunk dropped (the engine's task, being cancelled, usually ends it first). No chunk is asked of
+/// the producer for the engine after the stop: a later `next()` throws `CancellationError`. A sequence never read
+/// is left alone.
+///
+/// `@unchecked Sendable`: `state` is only touched under `lock`, and the source's iterator is taken out of it by the
+/// one task that reads it (the engine's, or the task that ends it), never by two at once.
+final class SequenceReader<Chunks: AsyncSequence & Sendable>: @unchecked Sendable where Chunks.Element == Data {
+    private typealias Source = Chunks.AsyncIterator
+
+    private struct State {
+        /// The source's iterator while no task reads it.
+        var iterator: Source?
+        var opened = false
+        var reading = false
+        var stopped = false
+        /// The sequence ended (its end, its failure) or was ended: nothing more to tell it.
+        var ended = false
+    }
+
+    /// What a read finds when it starts.
+    private enum Start {
+        case read(Source)
+        case end
+        case stopped
+    }
+
+    private let lock = Lock()
+    private var state: State
+
+    init(_ sequence: Chunks) {
+        state = State(iterator: sequence.makeAsyncIterator())
+    }
+
+    deinit {
+        lock.destroy()
+    }
+
+    /// The next non-empty chunk, `nil` at the end.
+    func next() async throws -> Data? {
+        let start = lock.withLock { () -> Start in
+            if state.stopped { return .stopped }
+            guard !state.ended, let iterator = state.iterator else { return .end }
+            state.iterator = nil
+            state.opened = true
+            state.reading = true
+            return .read(iterator)
+        }
+        var iterator: Source
+        switch start {
+        case .read(let taken): iterator = taken
+        case .end: return nil
+        case .stopped: throw CancellationError()
+        }
+        let result: Result<Data?, any Error>
+        do {
+            result = .success(try await Self.nonEmpty(from: &iterator))
+        } catch {
+            // The reading was stopped (the call cancelled, its deadline, the engine letting the body go): a
+            // cancellation, as the exchange reports it. A `CancellationError` of the sequence's own (its producer's
+            // task cancelled) while the body is still wanted is the body failing, like any other.
+            if error is CancellationError, Task.isCancelled {
+                result = .failure(error)
+            } else {
+                result = .failure(RequestBodyChunks.failure("the body's sequence failed: \(error)", underlying: error))
+            }
+        }
+        let finished: Bool
+        if case .success(.some) = result { finished = false } else { finished = true }
+        let endsNow = lock.withLock { () -> Bool in
+            state.reading = false
+            if finished {
+                state.ended = true
+                return false
+            }
+            state.iterator = iterator
+            return state.stopped
+        }
+        if endsNow {
+            end()
+            throw CancellationError()
+        }
+        return try result.get()
+    }
+
+    /// The exchange is over: the producer is told now if no read is in flight, else once that read returns.
+    func stop() {
+        let endsNow = lock.withLock { () -> Bool in
+            guard !state.stopped else { return false }
+            state.stopped = true
+            return state.opened && !state.reading && !state.ended
+        }
+        if endsNow { end() }
+    }
+
+    /// Asks the sequence for one more chunk from a cancelled task of its own, which a sequence that heeds
+    /// cancellation takes as its consumer's end; the answer is dropped.
+    private func end() {
+        Task { await self.endSource() }
+    }
+
+    /// The task of ``end()``.
+    private func endSource() async {
+        let taken = lock.withLock { () -> Source? in
+            guard !state.ended else { return nil }
+            state.ended = true
+            defer { state.iterator = nil }
+            return state.iterator
+        }
+        guard var iterator = taken else { return }
+        withUnsafeCurrentTask { $0?.cancel() }
+        _ = try? await iterator.next()
+    }
+
+    /// The next chunk of `iterator` that is not empty, `nil` at its end.
+    private static func nonEmpty(from iterator: inout Source) async throws -> Data? {
+        while let chunk = try await iterator.next() {
+            if !chunk.isEmpty { return chunk }
+        }
+        return nil
     }
 }
 

@@ -166,7 +166,7 @@ struct MutantEngine: HTTPEngine {
             hop.body = .none
         case .sendsKnownLengthBodyChunked:
             if case .bytes(let data) = hop.body {
-                let chunks = RequestBodyChunks {
+                let chunks = RequestBodyChunks { _ in
                     var sent = false
                     return RequestBodyChunks.Iterator {
                         defer { sent = true }

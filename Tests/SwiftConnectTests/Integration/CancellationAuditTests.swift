@@ -103,11 +103,9 @@ final class CancellationAuditTests: IntegrationTestCase {
     /// A stream body cancelled mid-upload: the call ends cancelled, the producer is cancelled (not leaked) and the
     /// server sees the connection go.
     ///
-    /// The producer hears of it only when the engine's reading task is cancelled inside the sequence's `next()`: the
-    /// stream stays referenced by the request, so dropping its iterator ends nothing. URLSession's reader is there
-    /// when libcurl asks for more; AsyncHTTPClient's writer may be waiting for the connection to take the last
-    /// chunk instead (likely what CI saw once under ThreadSanitizer), and then the producer is never told. Checked on
-    /// URLSession only until the engines tell the sequence themselves (a lead).
+    /// The producer hears of it only through a cancelled `next()`: the stream stays referenced by the request, so
+    /// dropping its iterator ends nothing. The core tells it when the exchange ends, whatever the engine is doing
+    /// then (`SequenceReader`), so it holds on every engine.
     func testAStreamUploadCancelledMidBodyStopsTheProducerAndTheConnection() throws {
         let server = try LocalServer.started()
         defer { server.stop() }
@@ -120,31 +118,45 @@ final class CancellationAuditTests: IntegrationTestCase {
             }
             return .text("\(count)")
         }
-        let released = Promise<Void>()
-        let never = Promise<Void>()
-        let chunks = AsyncThrowingStream<Data, any Error> { continuation in
-            let task = Task {
-                continuation.yield(Data(repeating: 1, count: 1_000))
-                await withTaskCancellationHandler {
-                    _ = try? await never.future.value
-                } onCancel: {
-                    _ = released.succeed(())
-                    _ = never.fail(CancellationError())
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
+        let producer = StalledProducer(first: Data(repeating: 1, count: 1_000))
         var request = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("upload"))
-        request.body = .stream(ConnectRequest.OneShotStream(chunks))
+        request.body = .stream(ConnectRequest.OneShotStream(producer))
         let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         let call = connect.response(for: request)
         try firstPiece.future.wait(timeout: 10)
         call.cancel()
         assertCancelled(call)
-        if TransportUnderTest.isURLSession {
-            XCTAssertNoThrow(try released.future.wait(timeout: 10), "the producer was never cancelled")
+        XCTAssertNoThrow(try producer.released.future.wait(timeout: 10), "the producer was never cancelled")
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the cancelled upload still holds its connection")
+    }
+
+    /// A stream upload cancelled while the engine is not asking the producer for a chunk: it has the first one (16
+    /// MiB, more than the sockets hold) and waits for the connection to take it, since the server reads nothing.
+    /// The producer is told all the same (AsyncHTTPClient's writer waits in its write, not in `next()`).
+    func testAStreamUploadCancelledWhileItsChunkWaitsForTheConnectionStopsTheProducer() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let arrived = Promise<Void>()
+        let reading = Promise<Void>()
+        server.streamingRoute("POST", "/held") { _, body in
+            _ = arrived.succeed(())
+            // Reads nothing until the test has its answer; then drains what is left of the connection.
+            _ = try? reading.future.wait(timeout: 30)
+            while body.read(maxBytes: 1 << 20) != nil {}
+            return .text("late")
         }
+        let producer = StalledProducer(first: Data(repeating: 1, count: 16 << 20))
+        var request = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("held"))
+        request.body = .stream(ConnectRequest.OneShotStream(producer))
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let call = connect.response(for: request)
+        defer { _ = reading.succeed(()) }
+        try arrived.future.wait(timeout: 10)
+        try producer.taken.future.wait(timeout: 10)
+        call.cancel()
+        assertCancelled(call)
+        XCTAssertNoThrow(try producer.released.future.wait(timeout: 10), "the producer was never cancelled")
+        _ = reading.succeed(())
         XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the cancelled upload still holds its connection")
     }
 

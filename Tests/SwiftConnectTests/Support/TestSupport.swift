@@ -187,3 +187,49 @@ func waitUntilCancelled() async {
     for await _ in never {}
     continuation?.finish()
 }
+
+/// A one-shot upload's producer as an app writes one: an `AsyncThrowingStream` whose task yields `first`, then waits
+/// until it is cancelled, which only the stream's `onTermination` does (the consumer stopped). It never ends the body
+/// itself, so a call that sends it ends only when it is cancelled or answered early.
+///
+/// ```swift
+/// let producer = StalledProducer(first: Data(count: 1_000))
+/// request.body = .stream(ConnectRequest.OneShotStream(producer))
+/// try producer.taken.future.wait(timeout: 10)  // the engine has the chunk
+/// ```
+struct StalledProducer: AsyncSequence, Sendable {
+    typealias Element = Data
+
+    /// Succeeds once the first chunk was taken from the stream.
+    let taken = Promise<Void>()
+    /// Succeeds once the producer's task was cancelled: the stream's consumer told it that it stopped.
+    let released = Promise<Void>()
+    private let chunks: AsyncThrowingStream<Data, any Error>
+
+    init(first: Data) {
+        let released = released
+        chunks = AsyncThrowingStream { continuation in
+            let task = Task {
+                continuation.yield(first)
+                await waitUntilCancelled()
+                _ = released.succeed(())
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    func makeAsyncIterator() -> Iterator { Iterator(base: chunks.makeAsyncIterator(), taken: taken) }
+
+    /// Reads the stream, telling ``taken`` when a chunk was read.
+    struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncThrowingStream<Data, any Error>.Iterator
+        let taken: Promise<Void>
+
+        mutating func next() async throws -> Data? {
+            let chunk = try await base.next()
+            if chunk != nil { _ = taken.succeed(()) }
+            return chunk
+        }
+    }
+}

@@ -32,19 +32,7 @@ final class PlainTaskCancellationTests: XCTestCase {
                 }
                 return .text("\(count)")
             }
-            let never = Promise<Void>()
-            let chunks = AsyncThrowingStream<Data, any Error> { continuation in
-                let task = Task {
-                    continuation.yield(Data(repeating: 1, count: 1_000))
-                    await withTaskCancellationHandler {
-                        _ = try? await never.future.value
-                    } onCancel: {
-                        _ = never.fail(CancellationError())
-                    }
-                    continuation.finish()
-                }
-                continuation.onTermination = { _ in task.cancel() }
-            }
+            let chunks = StalledProducer(first: Data(repeating: 1, count: 1_000))
             let transport = URLSessionTransport()
             let plain = transport.send(URLRequest(url: server.baseURL.appendingPathComponent("slow")))
             try arrived.future.wait(timeout: 10)

@@ -32,6 +32,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// The exchange's progress reports, if the caller asked for them; closed when the deadline or a cancellation
     /// ends the call, before the caller hears of it.
     private let progress: ExchangeProgress?
+    /// Ends the reading of a one-shot body's async sequence once the exchange is over, so that its producer hears of
+    /// it whatever the engine is doing (``SequenceReader``).
+    private let bodyStop = ReadingStop()
 
     /// Whether the redirects' cookies go on to the next hops (``RedirectCookies``): not when the transport's
     /// cookies are off (a `URLSessionTransport` configured without them).
@@ -69,6 +72,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
             stream?.finish(throwing: classified(CancellationError()))
             task?.cancel()
+            bodyStop.stop()
             // A part the engine had already handed over is not reported once the caller has heard the end.
             progress?.close()
             // The caller hears of it now, not once the engine has stopped: an engine that does not heed cancellation
@@ -84,6 +88,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 result = .failure(classified(error))
             }
             timer?.cancel()
+            // Nothing more of a one-shot body is sent: its producer is told, even if the engine never was inside its
+            // `next()` when it stopped.
+            bodyStop.stop()
             Self.complete(promise, with: result)
         }
         // Started on the caller's thread, up to its first wait (the engine's answer): the engine has the request
@@ -102,8 +109,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             return state.expired
         }
         if expired { task.cancel() }
-        promise.setCancelHandler { [download, progress] in
+        promise.setCancelHandler { [download, progress, bodyStop] in
             task.cancel()
+            bodyStop.stop()
             progress?.close()
             download?.discard()
         }
@@ -345,7 +353,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 // (RFC 9112 §6.1 forbids both), or drop it, by engine.
                 let length =
                     stream.length ?? hop.headerFields[.contentLength].flatMap { ContentLength.value(of: $0) }
-                body = .stream(stream.chunks.counted(announcing: length, sent: sent), length: length)
+                body = .stream(
+                    stream.chunks.stopped(by: bodyStop).counted(announcing: length, sent: sent), length: length)
                 return EngineRequest(head: head, body: body, deadline: timer?.time)
             case .none, .bytes:
                 body = .none
