@@ -113,6 +113,10 @@ public struct ConnectRequest: Sendable {
 
         /// A body of the chunks `chunks` gives, read once, as the connection takes them.
         ///
+        /// When the call ends before the body's end (cancelled, timed out, answered early), `chunks` is asked once more
+        /// from a cancelled task, its answer dropped: an `AsyncStream`'s `onTermination` runs then, whatever the engine
+        /// was doing.
+        ///
         /// - Parameters:
         ///   - chunks: The body's bytes in order; empty chunks are skipped, and an error thrown fails the call.
         ///   - length: The number of bytes `chunks` gives, if known; `nil` sends the body in chunks. A length below 0
