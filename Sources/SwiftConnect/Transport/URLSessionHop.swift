@@ -75,11 +75,10 @@ struct URLSessionHopEngine: HTTPEngine {
             ? URLSession(configuration: transport.session.configuration, delegate: taskDelegate, delegateQueue: nil)
             : transport.session
         if isolated { transport.isolatedSessionsMade.withLock { $0 += 1 } }
-        let task: URLSessionTask
-        if case .file(let url, _) = hop.body {
-            task = session.uploadTask(with: request, fromFile: url)
-        } else {
-            task = session.dataTask(with: request)
+        // Creating a task can wait for another request's body stream (Linux): not on a thread of Swift's pool.
+        let task: URLSessionTask = await URLSessionTransport.madeOffTheCaller { [request, body = hop.body] in
+            if case .file(let url, _) = body { return session.uploadTask(with: request, fromFile: url) }
+            return session.dataTask(with: request)
         }
         let invalidation =
             isolated
@@ -118,7 +117,7 @@ struct URLSessionHopEngine: HTTPEngine {
         return try await withTaskCancellationHandler {
             let head = try await withCheckedThrowingContinuation { continuation in
                 handler.waitForHead(continuation)
-                task.resume()
+                URLSessionTransport.startOffTheCaller { task.resume() }
             }
             return EngineResponse(head: ResponseHead(head), body: URLSessionHopBody(stream: body))
         } onCancel: {

@@ -345,6 +345,14 @@ public final class URLSessionTransport: Transport {
         ConnectResponse
     > {
         let promise = Promise<ConnectResponse>()
+        if Self.startsTasksOffTheCaller {
+            // Creating and resuming a task can wait for another request's body stream (Linux): off the caller.
+            Self.startOffTheCaller { [self] in
+                guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
+                startDataTask(request, promise: promise, observation: observation)
+            }
+            return promise.future
+        }
         guard CompletionContext.isDelivering, plainInFlight.snapshot > 0 else {
             startDataTask(request, promise: promise, observation: observation)
             return promise.future
