@@ -15,9 +15,10 @@ import Foundation
     /// until the next chunk is there. It blocks the session's work queue meanwhile: the transport sends such a body
     /// on a session of its own (``URLSessionTransport/needsSessionOfItsOwn(_:body:)``), and cancelling the hop
     /// unblocks it. That does not spare the other sessions: every session's work queue targets one serial queue of
-    /// the process, so until the next chunk comes every other URLSession request waits, and a thread that sends one
-    /// is held (a GET sent while an upload's producer waited: 60 s, the upload's timeout; RELIABILITY.md). Left: no
-    /// way around it through FoundationNetworking's API; `AsyncHTTPClientTransport` does not wait so. A failed chunk
+    /// the process, so until the next chunk comes every other URLSession request waits (a thread that sends one is
+    /// not held: ``URLSessionTransport/startOffTheCaller(_:)``; RELIABILITY.md). Left: no way around the wait
+    /// through FoundationNetworking's API (only its file source pauses libcurl, and it sends a pipe's size, 0, as
+    /// the length); `AsyncHTTPClientTransport` does not wait so. A failed chunk
     /// makes `read` return -1, which fails the task; the hop reports the chunks' own error
     /// (``BlockingChunkReader/failure``).
     ///
