@@ -271,7 +271,9 @@ public final class URLSessionTransport: Transport {
     /// next step of a `flatMap` chain) is handed to URLSession from the transport's own queue when other requests
     /// are in flight: creating a task waits for
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response. The core's
-    /// exchange starts its hops from a task of its own, and needs no such queue.
+    /// exchange starts its hops from a task of its own, and needs no such queue. On Linux every task is created and
+    /// resumed from one queue of the transport's, off the caller and off Swift's concurrency pool: there URLSession's
+    /// internal queue can be held for as long as another request's streamed body waits for its next chunk.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         let request = sessionSecretHeaders.isEmpty ? request : withSessionSecretHeaders(request)
         guard delegate != nil, !(transfer.isPlain && !request.body.isPresent) else {
