@@ -76,7 +76,7 @@ struct URLSessionHopEngine: HTTPEngine {
             : transport.session
         if isolated { transport.isolatedSessionsMade.withLock { $0 += 1 } }
         // Creating a task can wait for another request's body stream (Linux): not on a thread of Swift's pool.
-        let task: URLSessionTask = await URLSessionTransport.madeOffTheCaller { [request, body = hop.body] in
+        let task: URLSessionTask = await transport.madeOffTheCaller { [request, body = hop.body] in
             if case .file(let url, _) = body { return session.uploadTask(with: request, fromFile: url) }
             return session.dataTask(with: request)
         }
@@ -117,7 +117,7 @@ struct URLSessionHopEngine: HTTPEngine {
         return try await withTaskCancellationHandler {
             let head = try await withCheckedThrowingContinuation { continuation in
                 handler.waitForHead(continuation)
-                URLSessionTransport.startOffTheCaller { task.resume() }
+                transport.startOffTheCaller { task.resume() }
             }
             return EngineResponse(head: ResponseHead(head), body: URLSessionHopBody(stream: body))
         } onCancel: {

@@ -53,7 +53,7 @@ public final class URLSessionTransport: Transport {
     /// credential store (which the delegate holds too) show their secrets to `dump` and `Mirror`.
     private let reflectionHidden: Unreflected<(session: URLSession, delegate: SessionDelegate?)>
     /// Where requests started while a response is being delivered are handed to URLSession (see
-    /// ``CompletionContext``).
+    /// ``CompletionContext``), and on Linux where every task is created and resumed (``startOffTheCaller(_:)``).
     let submissionQueue = DispatchQueue(label: "SwiftConnect.URLSessionTransport.submission")
     /// Plain requests started and not yet answered: with none, URLSession's work queue is idle and a request
     /// started from a delivery goes straight to it.
@@ -342,14 +342,14 @@ public final class URLSessionTransport: Transport {
     }
 
     /// A plain exchange, with URLSession's completion handler: started at once, or from ``submissionQueue``
-    /// when the caller is delivering another response (``CompletionContext``).
+    /// when the caller is delivering another response (``CompletionContext``), and always from it on Linux.
     private func sendWithCompletionHandler(_ request: URLRequest, observation: CallObservation?) -> Future<
         ConnectResponse
     > {
         let promise = Promise<ConnectResponse>()
         if Self.startsTasksOffTheCaller {
             // Creating and resuming a task can wait for another request's body stream (Linux): off the caller.
-            Self.startOffTheCaller { [self] in
+            startOffTheCaller { [self] in
                 guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
                 startDataTask(request, promise: promise, observation: observation)
             }

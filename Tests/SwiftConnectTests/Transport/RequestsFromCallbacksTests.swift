@@ -43,9 +43,26 @@ final class RequestsFromCallbacksTests: XCTestCase {
     /// run where the response is delivered, on the session's delegate queue. Chained on a request already answered,
     /// they would run at once on the test's thread, which a loaded machine can hold up past the response.
     private func gated<T>(on transport: URLSessionTransport, _ callbacks: (Future<ConnectResponse>) -> T) -> T {
-        let chained = callbacks(transport.send(request("gated")))
+        gated(transport.send(request("gated")), callbacks)
+    }
+
+    /// ``gated(on:_:)`` for a `/gated` request sent already.
+    private func gated<T>(_ sent: Future<ConnectResponse>, _ callbacks: (Future<ConnectResponse>) -> T) -> T {
+        let chained = callbacks(sent)
         releaseGated.signal()
         return chained
+    }
+
+    /// Sends `/slow` and `/gated` (neither answered yet), then holds `transport`'s submission queue. On Linux every
+    /// task starts from that queue (`URLSessionTransport.startOffTheCaller`): both are let through it first.
+    private func inFlightWithSubmissionsHeld(
+        on transport: URLSessionTransport
+    ) -> (slow: Future<ConnectResponse>, gated: Future<ConnectResponse>) {
+        let slow = transport.send(request("slow"))
+        let gated = transport.send(request("gated"))
+        transport.submissionQueue.sync {}
+        transport.submissionQueue.suspend()
+        return (slow, gated)
     }
 
     private func request(_ path: String) -> URLRequest {
@@ -86,12 +103,11 @@ final class RequestsFromCallbacksTests: XCTestCase {
     func testARequestFromACallbackWaitsForTheSubmissionQueueWhileOthersAreInFlight() throws {
         // Given a request in flight and the transport's submission queue held
         let transport = URLSessionTransport()
-        let slow = transport.send(request("slow"))
-        transport.submissionQueue.suspend()
+        let (slow, sent) = inFlightWithSubmissionsHeld(on: transport)
 
         // When a callback starts a request
         let second = request("chained")
-        let chained = gated(on: transport) { $0.flatMap { _ in transport.send(second) } }
+        let chained = gated(sent) { $0.flatMap { _ in transport.send(second) } }
 
         // Then it starts only once the queue runs, and completes then
         let startedEarly = expectation(description: "the chained request did not start on the delegate queue")
@@ -121,12 +137,11 @@ final class RequestsFromCallbacksTests: XCTestCase {
         on transport: URLSessionTransport, file: StaticString = #filePath, line: UInt = #line
     ) throws {
         // Given a request in flight and the transport's submission queue held
-        let slow = transport.send(request("slow"))
-        transport.submissionQueue.suspend()
+        let (slow, sent) = inFlightWithSubmissionsHeld(on: transport)
 
         // When a callback starts a request and cancels it at once
         let second = request("chained")
-        let cancelled = gated(on: transport) { small in
+        let cancelled = gated(sent) { small in
             small.flatMap { _ -> Future<ConnectResponse> in
                 let chained = transport.send(second)
                 chained.cancel()
@@ -150,18 +165,30 @@ final class RequestsFromCallbacksTests: XCTestCase {
         // The submission queue is held: a request that went through it would never complete.
         let transport = URLSessionTransport()
         transport.submissionQueue.suspend()
-        defer { transport.submissionQueue.resume() }
         let second = request("chained")
         let chained = transport.send(request("small")).flatMap { _ in transport.send(second) }
+        if URLSessionTransport.startsTasksOffTheCaller {
+            // On Linux every task starts from that queue (`startOffTheCaller`), so no caller waits for URLSession's
+            // work queue, which a streamed body can hold (`SlowStreamBodyTests`): nothing goes until it runs.
+            let startedEarly = expectation(description: "a request started with the submission queue held")
+            startedEarly.isInverted = true
+            chained.observe { _ in startedEarly.fulfill() }
+            wait(for: [startedEarly], timeout: 0.5)
+            XCTAssertEqual(server.requestCount(for: "GET", path: "/small"), 0)
+        }
+        transport.submissionQueue.resume()
         XCTAssertEqual(try text(chained).wait(timeout: 30), "chained")
     }
 
     func testTransfersFromACallbackDoNotWaitForTheSubmissionQueue() throws {
         // A transfer runs through the core's exchange, which starts its hop from a task of its own, never from the
         // caller's thread (here a delivery's callback): it needs no submission queue, and completes with it held.
+        // On Linux the hop creates and resumes its task from that queue (`startOffTheCaller`), off Swift's pool:
+        // there the transfer from a callback is shown to complete with the queue running.
         let transport = URLSessionTransport()
-        transport.submissionQueue.suspend()
-        defer { transport.submissionQueue.resume() }
+        let holds = !URLSessionTransport.startsTasksOffTheCaller
+        if holds { transport.submissionQueue.suspend() }
+        defer { if holds { transport.submissionQueue.resume() } }
         let limited = TransferOptions(maxResponseBytes: 1 << 20)
         let third = request("after")
 

@@ -331,38 +331,35 @@ extension URLSessionTransport {
 // MARK: - A body stream waiting for its producer holds every thread that starts a task
 
 extension URLSessionTransport {
-    /// The one queue of the process on which the transport creates and resumes its tasks (Linux).
-    static let taskStarts = DispatchQueue(label: "SwiftConnect.URLSessionTransport.taskStarts")
-
-    /// Whether tasks are created and resumed off the caller, on ``taskStarts`` (Linux).
+    /// Whether tasks are created and resumed off the caller, on the transport's ``submissionQueue`` (Linux).
     #if canImport(FoundationNetworking)
         static let startsTasksOffTheCaller = true
     #else
         static let startsTasksOffTheCaller = false
     #endif
 
-    /// Runs `start`, which creates or resumes a task: on Linux later, on ``taskStarts``; elsewhere at once.
+    /// Runs `start`, which creates or resumes a task: on Linux later, on ``submissionQueue``; elsewhere at once.
     ///
     /// Defect: creating a task and `resume()` wait for the one serial queue that every session of the process
     /// works on (`workQueue.sync`), and a streamed request body waiting for its producer's next chunk holds that
     /// queue (``ChunkedBodyInputStream``): the thread that sent any other request was held until the chunk came or
     /// the upload timed out (a GET's `send`: 60 s). Over the core's exchange that thread is one of Swift's
-    /// concurrency pool, which the producer itself needs. Off the caller, on one serial queue, one thread at most
-    /// waits there, and requests are started in the order they were sent; they are still answered only once the
-    /// queue is free (no way around that through FoundationNetworking's API). The hop costs each request one
-    /// dispatch: within the noise of sequential local GETs (+0.2 % and +2.8 %, -9.2 %, in 3 rounds of 300).
+    /// concurrency pool, which the producer itself needs. Off the caller, on the transport's serial queue, one
+    /// thread per transport at most waits there, and its requests are started in the order they were sent; they are
+    /// still answered only once URLSession's queue is free (no way around that through FoundationNetworking's API).
+    /// Each request pays one dispatch.
     ///
-    /// Tests: `SlowStreamBodyTests`.
-    static func startOffTheCaller(_ start: @escaping @Sendable () -> Void) {
-        guard startsTasksOffTheCaller else { return start() }
-        taskStarts.async(execute: start)
+    /// Tests: `SlowStreamBodyTests`, `RequestsFromCallbacksTests`.
+    func startOffTheCaller(_ start: @escaping @Sendable () -> Void) {
+        guard Self.startsTasksOffTheCaller else { return start() }
+        submissionQueue.async(execute: start)
     }
 
     /// What `make` makes (a task), made as ``startOffTheCaller(_:)`` starts: off the caller on Linux.
-    static func madeOffTheCaller<Made: Sendable>(_ make: @escaping @Sendable () -> Made) async -> Made {
-        guard startsTasksOffTheCaller else { return make() }
+    func madeOffTheCaller<Made: Sendable>(_ make: @escaping @Sendable () -> Made) async -> Made {
+        guard Self.startsTasksOffTheCaller else { return make() }
         return await withCheckedContinuation { continuation in
-            taskStarts.async { continuation.resume(returning: make()) }
+            submissionQueue.async { continuation.resume(returning: make()) }
         }
     }
 }
