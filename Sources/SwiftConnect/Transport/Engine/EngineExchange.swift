@@ -33,8 +33,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// ends the call, before the caller hears of it.
     private let progress: ExchangeProgress?
     /// Ends the reading of a one-shot body's async sequence once the exchange is over, so that its producer hears of
-    /// it whatever the engine is doing (``SequenceReader``).
-    private let bodyStop = ReadingStop()
+    /// it whatever the engine is doing (``SequenceReader``); only for such a body, as it costs a lock.
+    private let bodyStop: ReadingStop?
 
     /// Whether the redirects' cookies go on to the next hops (``RedirectCookies``): not when the transport's
     /// cookies are off (a `URLSessionTransport` configured without them).
@@ -48,6 +48,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         timer = TransportDeadline(seconds: request.timeoutInterval)
         download = transfer.destination == nil ? nil : DownloadSlot()
         progress = transfer.progress.map { ExchangeProgress(report: $0) }
+        if case .stream = request.body { bodyStop = ReadingStop() } else { bodyStop = nil }
     }
 
     /// `Accept-Encoding`, which the core sets for an engine that does not decode gzip itself.
@@ -72,7 +73,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
             stream?.finish(throwing: classified(CancellationError()))
             task?.cancel()
-            bodyStop.stop()
+            bodyStop?.stop()
             // A part the engine had already handed over is not reported once the caller has heard the end.
             progress?.close()
             // The caller hears of it now, not once the engine has stopped: an engine that does not heed cancellation
@@ -90,7 +91,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             timer?.cancel()
             // Nothing more of a one-shot body is sent: its producer is told, even if the engine never was inside its
             // `next()` when it stopped.
-            bodyStop.stop()
+            bodyStop?.stop()
             Self.complete(promise, with: result)
         }
         // Started on the caller's thread, up to its first wait (the engine's answer): the engine has the request
@@ -111,7 +112,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         if expired { task.cancel() }
         promise.setCancelHandler { [download, progress, bodyStop] in
             task.cancel()
-            bodyStop.stop()
+            bodyStop?.stop()
             progress?.close()
             download?.discard()
         }
@@ -353,8 +354,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 // (RFC 9112 §6.1 forbids both), or drop it, by engine.
                 let length =
                     stream.length ?? hop.headerFields[.contentLength].flatMap { ContentLength.value(of: $0) }
-                body = .stream(
-                    stream.chunks.stopped(by: bodyStop).counted(announcing: length, sent: sent), length: length)
+                let chunks = bodyStop.map { stream.chunks.stopped(by: $0) } ?? stream.chunks
+                body = .stream(chunks.counted(announcing: length, sent: sent), length: length)
                 return EngineRequest(head: head, body: body, deadline: timer?.time)
             case .none, .bytes:
                 body = .none
