@@ -461,13 +461,15 @@ public final class URLSessionTransport: Transport {
         request: URLRequest,
         stop: @escaping @Sendable () -> Void
     ) {
-        promise.setCancelHandler {
-            deadline?.cancel()
-            stop()
-        }
+        // The deadline first: a caller who cancelled already (on Linux the task starts later, off the caller) runs
+        // the handler at once, which must find the deadline armed to disarm it.
         deadline?.start {
             let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
             promise.completeIfPending(with: .failure(failure))
+            stop()
+        }
+        promise.setCancelHandler {
+            deadline?.cancel()
             stop()
         }
         task.resume()

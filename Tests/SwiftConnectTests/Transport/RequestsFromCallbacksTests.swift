@@ -161,6 +161,24 @@ final class RequestsFromCallbacksTests: XCTestCase {
         _ = try slow.wait(timeout: 30)
     }
 
+    /// A plain task started after its caller cancelled (on Linux every task starts later, from the submission queue,
+    /// so a cancellation can land between the queue's check and the start): the cancellation finds the deadline
+    /// armed and disarms it, instead of the deadline being armed after it, holding the request until it fires.
+    func testAPlainTaskStartedAfterItsCallerCancelledLeavesNoDeadlineArmed() throws {
+        let transport = URLSessionTransport()
+        let promise = Promise<ConnectResponse>()
+        promise.future.cancel()
+        var slow = request("slow")
+        slow.timeoutInterval = 30
+        let before = DeadlineScheduler.shared.pendingCount
+
+        transport.startDataTask(slow, promise: promise)
+
+        // At most as many: a deadline of an earlier test may have fired meanwhile.
+        XCTAssertLessThanOrEqual(DeadlineScheduler.shared.pendingCount, before, "the deadline was left armed")
+        XCTAssertEqual(kind(of: try promise.future.waitForResult(timeout: 10)), .cancelled)
+    }
+
     func testWithNothingElseInFlightARequestFromACallbackStartsAtOnce() throws {
         // The submission queue is held: a request that went through it would never complete.
         let transport = URLSessionTransport()
