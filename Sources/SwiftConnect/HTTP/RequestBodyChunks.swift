@@ -95,7 +95,8 @@ extension RequestBodyChunks {
     where Chunks.Element == Data {
         { stop in
             let reader = SequenceReader(sequence)
-            stop.onStop { reader.stop() }
+            // Weakly: an engine that lets the body go before the exchange ends releases the source then (`deinit`).
+            stop.onStop { [weak reader] in reader?.stop() }
             return Iterator { try await reader.next() }
         }
     }
@@ -171,8 +172,9 @@ package final class ReadingStop: Sendable {
 /// (``stop()``), the reader asks the sequence once more from a task of its own that is cancelled: a sequence that
 /// heeds cancellation ends there, and whatever that read gives is dropped. A read in flight then is ended so as soon
 /// as it returns, its chunk dropped (the engine's task, being cancelled, usually ends it first). No chunk is asked of
-/// the producer for the engine after the stop: a later `next()` throws `CancellationError`. A sequence never read
-/// is left alone.
+/// the producer for the engine after the stop: a later `next()` throws `CancellationError`. An engine that lets the
+/// body go before the exchange is over (an early answer) releases the reader, which tells the producer then and lets
+/// the source go: the exchange keeps the reader only weakly. A sequence never read is left alone.
 ///
 /// `@unchecked Sendable`: `state` is only touched under `lock`, and the source's iterator is taken out of it by the
 /// one task that reads it (the engine's, or the task that ends it), never by two at once.
@@ -204,6 +206,9 @@ final class SequenceReader<Chunks: AsyncSequence & Sendable>: @unchecked Sendabl
     }
 
     deinit {
+        // The engine let the body go before the exchange was over (an early answer): the producer is told now, and
+        // the source is not kept until the exchange ends. No read is in flight: a read holds the reader.
+        if state.opened, !state.ended, let iterator = state.iterator { Self.tellTheEnd(to: iterator) }
         lock.destroy()
     }
 
@@ -267,20 +272,24 @@ final class SequenceReader<Chunks: AsyncSequence & Sendable>: @unchecked Sendabl
     /// Asks the sequence for one more chunk from a cancelled task of its own, which a sequence that heeds
     /// cancellation takes as its consumer's end; the answer is dropped.
     private func end() {
-        Task { await self.endSource() }
-    }
-
-    /// The task of ``end()``.
-    private func endSource() async {
         let taken = lock.withLock { () -> Source? in
             guard !state.ended else { return nil }
             state.ended = true
             defer { state.iterator = nil }
             return state.iterator
         }
-        guard var iterator = taken else { return }
-        withUnsafeCurrentTask { $0?.cancel() }
-        _ = try? await iterator.next()
+        if let taken { Self.tellTheEnd(to: taken) }
+    }
+
+    /// Asks `iterator` for one more chunk from a cancelled task of its own, and drops the answer.
+    private static func tellTheEnd(to iterator: Source) {
+        // Handed to the task through a lock: the iterator is not Sendable, and only that task takes it.
+        let handover = Protected<Source?>(iterator)
+        Task {
+            guard var iterator = handover.withLock({ $0.take() }) else { return }
+            withUnsafeCurrentTask { $0?.cancel() }
+            _ = try? await iterator.next()
+        }
     }
 
     /// The next chunk of `iterator` that is not empty, `nil` at its end.
