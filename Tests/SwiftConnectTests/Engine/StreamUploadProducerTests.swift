@@ -83,30 +83,6 @@ final class StreamUploadProducerTests: XCTestCase {
     /// The tests' socket engine, over a server that reads nothing: cancelled while its 16 MiB chunk waits for the
     /// connection, the producer is told and the connection closed.
     func testTheSocketEngineTellsTheProducerOfAnUploadCancelledMidWrite() throws {
-        let server = try LocalServer.started()
-        defer { server.stop() }
-        let arrived = Promise<Void>()
-        let reading = Promise<Void>()
-        defer { _ = reading.succeed(()) }
-        server.streamingRoute("POST", "/held") { _, body in
-            _ = arrived.succeed(())
-            _ = try? reading.future.wait(timeout: 30)
-            while body.read(maxBytes: 1 << 20) != nil {}
-            return .text("late")
-        }
-        let producer = StalledProducer(first: Data(repeating: 1, count: 16 << 20))
-        let request = ConnectRequest(
-            method: .post, url: server.baseURL.appendingPathComponent("held"),
-            body: .stream(ConnectRequest.OneShotStream(producer)))
-        let call = Connect(transport: SocketEngine(), retryPolicy: nil).response(for: request)
-        try arrived.future.wait(timeout: 10)
-        try producer.taken.future.wait(timeout: 10)
-        call.cancel()
-        XCTAssertThrowsError(try call.wait(timeout: 10)) {
-            XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled, "\($0)")
-        }
-        XCTAssertNoThrow(try producer.released.future.wait(timeout: 10), "the producer was never told")
-        _ = reading.succeed(())
-        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the cancelled upload still holds its connection")
+        try CancellationAuditTests.assertAStreamUploadCancelledMidWriteTellsTheProducer(over: SocketEngine())
     }
 }

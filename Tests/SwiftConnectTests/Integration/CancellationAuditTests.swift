@@ -134,6 +134,13 @@ final class CancellationAuditTests: IntegrationTestCase {
     /// MiB, more than the sockets hold) and waits for the connection to take it, since the server reads nothing.
     /// The producer is told all the same (AsyncHTTPClient's writer waits in its write, not in `next()`).
     func testAStreamUploadCancelledWhileItsChunkWaitsForTheConnectionStopsTheProducer() throws {
+        try Self.assertAStreamUploadCancelledMidWriteTellsTheProducer(over: TransportUnderTest.make())
+    }
+
+    /// The test above over `transport` (`StreamUploadProducerTests` runs it over the tests' socket engine).
+    static func assertAStreamUploadCancelledMidWriteTellsTheProducer(
+        over transport: any Transport, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let server = try LocalServer.started()
         defer { server.stop() }
         let arrived = Promise<Void>()
@@ -148,16 +155,20 @@ final class CancellationAuditTests: IntegrationTestCase {
         let producer = StalledProducer(first: Data(repeating: 1, count: 16 << 20))
         var request = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("held"))
         request.body = .stream(ConnectRequest.OneShotStream(producer))
-        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
-        let call = connect.response(for: request)
+        let call = Connect(transport: transport, retryPolicy: nil).response(for: request)
         defer { _ = reading.succeed(()) }
         try arrived.future.wait(timeout: 10)
         try producer.taken.future.wait(timeout: 10)
         call.cancel()
-        assertCancelled(call)
-        XCTAssertNoThrow(try producer.released.future.wait(timeout: 10), "the producer was never cancelled")
+        XCTAssertThrowsError(try call.wait(timeout: 10), file: file, line: line) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled, "\($0)", file: file, line: line)
+        }
+        XCTAssertNoThrow(
+            try producer.released.future.wait(timeout: 10), "the producer was never cancelled", file: file, line: line)
         _ = reading.succeed(())
-        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the cancelled upload still holds its connection")
+        XCTAssertTrue(
+            server.waitUntilIdle(timeout: 10), "the cancelled upload still holds its connection", file: file, line: line
+        )
     }
 
     /// A buffered body cancelled after its head and part of it arrived: cancelled, and the connection closed.
