@@ -323,6 +323,10 @@ struct MiddlewareChain: Sendable {
                 // The request is kept as every stage left it: a method, a field or a length a stage got wrong is
                 // refused here, on every platform and engine, as a connector's would have been when it was built.
                 sent = Future(error: problem)
+            } else if observation != nil, context.callHasEnded?() == true {
+                // An observer told of the start cancelled the call: nothing goes to the transport, and the observers
+                // hear of the attempt's end as of any other.
+                sent = Future(error: ConnectError.cancelled(sent: request))
             } else if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
                 sent = Future(error: RetryAdvice.alreadySent(request))
             } else {

@@ -367,25 +367,31 @@ final class CancellationEdgeAuditTests: XCTestCase {
         }
     }
 
-    /// An observer that cancels the call as it hears its attempt start: the call ends cancelled, the transport's
-    /// exchange is cancelled (or never made), and nothing deadlocks.
+    /// An observer that cancels the call as it hears its attempt start: the call ends cancelled, nothing reaches the
+    /// transport (it used to, right after the caller had heard of the cancellation: until the middleware passed the
+    /// cancellation on, an exchange ran), and nothing deadlocks.
     func testCancellingFromInsideAnObserverDoesNotDeadlock() throws {
         let transport = ManualTransport()
         let target = Guarded<Future<Data>?>(nil)
         let gate = Gate()
+        let closureGate = ClosureGate(gate: gate)
         let connect = Connect(
-            transport: transport, middlewares: [ClosureGate(gate: gate)], retryPolicy: nil,
+            transport: transport, middlewares: [closureGate], retryPolicy: nil,
             settings: Connect.Settings(observers: [CancellingObserver(target: target)]))
         let call = connect.request(Route("/a", baseURL: URL(string: "http://127.0.0.1:9")!))
         target.withLock { $0 = call }
         gate.open()
         XCTAssertThrowsError(try call.wait(timeout: 10)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        try closureGate.passed.future.wait(timeout: 10)
+        XCTAssertEqual(transport.requests.count, 0, "a request reached the transport after its call was cancelled")
         XCTAssertEqual(transport.futures.filter { $0.result == nil }.count, 0, "a transport exchange was left running")
     }
 
     /// Holds each request until `gate` opens, off the calling thread.
     private struct ClosureGate: Middleware {
         let gate: Gate
+        /// Succeeds once the rest of the chain has returned its future (the transport's, if it was reached).
+        var passed = Promise<Void>()
         func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
             -> Future<ConnectResponse>
         {
@@ -394,6 +400,7 @@ final class CancellationEdgeAuditTests: XCTestCase {
             DispatchQueue.global().async {
                 gate.wait(timeout: 10)
                 let inner = next(held)
+                _ = passed.succeed(())
                 promise.setCancelHandler { inner.cancel() }
                 _ = inner.always { _ = promise.complete(with: inner.result!) }
             }
