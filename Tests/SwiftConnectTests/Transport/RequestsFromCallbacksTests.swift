@@ -69,6 +69,17 @@ final class RequestsFromCallbacksTests: XCTestCase {
         URLRequest(url: server.baseURL.appendingPathComponent(path))
     }
 
+    /// `future` does not complete within half a second, and the server has seen no GET of `path`.
+    private func assertNotStarted<T>(
+        _ future: Future<T>, path: String, _ message: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        let startedEarly = expectation(description: message)
+        startedEarly.isInverted = true
+        future.observe { _ in startedEarly.fulfill() }
+        wait(for: [startedEarly], timeout: 0.5)
+        XCTAssertEqual(server.requestCount(for: "GET", path: path), 0, message, file: file, line: line)
+    }
+
     private func kind(of outcome: Result<ConnectResponse, any Error>) -> ConnectError.Kind? {
         guard case .failure(let error) = outcome else { return nil }
         return (error as? ConnectError)?.kind
@@ -110,11 +121,7 @@ final class RequestsFromCallbacksTests: XCTestCase {
         let chained = gated(sent) { $0.flatMap { _ in transport.send(second) } }
 
         // Then it starts only once the queue runs, and completes then
-        let startedEarly = expectation(description: "the chained request did not start on the delegate queue")
-        startedEarly.isInverted = true
-        chained.observe { _ in startedEarly.fulfill() }
-        wait(for: [startedEarly], timeout: 0.5)
-        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
+        assertNotStarted(chained, path: "/chained", "the chained request started on the delegate queue")
         transport.submissionQueue.resume()
         XCTAssertEqual(try text(chained).wait(timeout: 30), "chained")
         releaseSlow.signal()
@@ -188,11 +195,7 @@ final class RequestsFromCallbacksTests: XCTestCase {
         if URLSessionTransport.startsTasksOffTheCaller {
             // On Linux every task starts from that queue (`startOffTheCaller`), so no caller waits for URLSession's
             // work queue, which a streamed body can hold (`SlowStreamBodyTests`): nothing goes until it runs.
-            let startedEarly = expectation(description: "a request started with the submission queue held")
-            startedEarly.isInverted = true
-            chained.observe { _ in startedEarly.fulfill() }
-            wait(for: [startedEarly], timeout: 0.5)
-            XCTAssertEqual(server.requestCount(for: "GET", path: "/small"), 0)
+            assertNotStarted(chained, path: "/small", "a request started with the submission queue held")
         }
         transport.submissionQueue.resume()
         XCTAssertEqual(try text(chained).wait(timeout: 30), "chained")

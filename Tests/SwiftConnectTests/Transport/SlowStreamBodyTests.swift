@@ -18,19 +18,8 @@ final class SlowStreamBodyTests: XCTestCase {
         func testSendingAPlainRequestWhileAStreamBodyWaitsForItsProducerDoesNotHoldTheCaller() throws {
             let server = try LocalServer.started()
             defer { server.stop() }
-            server.route("GET", "/hello") { _ in .text("hello") }
-            server.streamingRoute("POST", "/upload") { _, body in
-                var count = 0
-                while let piece = body.read() { count += piece.count }
-                return .text("\(count)")
-            }
-            let chunks = GatedChunks()
-            var upload = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("upload"))
-            upload.body = .stream(ConnectRequest.OneShotStream(chunks))
-            let holder = URLSessionTransport().send(upload, transfer: TransferOptions())
+            let (holder, chunks) = try Self.uploadWaitingForItsProducer(to: server)
             defer { holder.cancel() }
-            // Asked for its second chunk from FoundationNetworking's `read`, on the work queue: the queue is held.
-            try chunks.asked.future.wait(timeout: 10)
 
             let get = Protected<Future<ConnectResponse>?>(nil)
             let sendReturned = DispatchSemaphore(value: 0)
@@ -56,19 +45,8 @@ final class SlowStreamBodyTests: XCTestCase {
         func testRequestsThroughTheExchangeWhileAStreamBodyWaitsLeaveThePoolToTheProducer() throws {
             let server = try LocalServer.started()
             defer { server.stop() }
-            server.route("GET", "/hello") { _ in .text("hello") }
-            server.streamingRoute("POST", "/upload") { _, body in
-                var count = 0
-                while let piece = body.read() { count += piece.count }
-                return .text("\(count)")
-            }
-            let chunks = GatedChunks()
-            var upload = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("upload"))
-            upload.body = .stream(ConnectRequest.OneShotStream(chunks))
-            upload.timeoutInterval = 60
-            let holder = URLSessionTransport().send(upload, transfer: TransferOptions())
+            let (holder, chunks) = try Self.uploadWaitingForItsProducer(to: server)
             defer { holder.cancel() }
-            try chunks.asked.future.wait(timeout: 10)
 
             var transfer = TransferOptions()
             transfer.maxResponseBytes = 1_000
@@ -82,6 +60,32 @@ final class SlowStreamBodyTests: XCTestCase {
 
             XCTAssertEqual(String(decoding: try holder.wait(timeout: 20).data, as: UTF8.self), "2000")
             for get in gets { XCTAssertEqual(String(decoding: try get.wait(timeout: 20).data, as: UTF8.self), "hello") }
+        }
+
+        /// Routes `/hello` and `/upload` on `server`, and starts an upload (60 s deadline) whose body waits for
+        /// its producer's second chunk: returned once FoundationNetworking asked for it from `read`, on the work
+        /// queue, which it then holds until `chunks.release` succeeds.
+        private static func uploadWaitingForItsProducer(
+            to server: LocalServer
+        ) throws -> (holder: Future<ConnectResponse>, chunks: GatedChunks) {
+            server.route("GET", "/hello") { _ in .text("hello") }
+            server.streamingRoute("POST", "/upload") { _, body in
+                var count = 0
+                while let piece = body.read() { count += piece.count }
+                return .text("\(count)")
+            }
+            let chunks = GatedChunks()
+            var upload = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("upload"))
+            upload.body = .stream(ConnectRequest.OneShotStream(chunks))
+            upload.timeoutInterval = 60
+            let holder = URLSessionTransport().send(upload, transfer: TransferOptions())
+            do {
+                try chunks.asked.future.wait(timeout: 10)
+            } catch {
+                holder.cancel()
+                throw error
+            }
+            return (holder, chunks)
         }
     #endif
 }
