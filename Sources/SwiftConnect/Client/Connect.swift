@@ -344,42 +344,50 @@ extension Connect {
     ) -> Future<Endpoint.Response> {
         let decoders = self.decoders
         return exchange(connector, debugResponse: debugResponse, options: options).finish { response in
-            do {
-                return try connector.decode(response, using: decoders)
-            } catch var error as ConnectError {
-                if error.storedHead == nil { error = error.from(response) }
-                throw error
-            } catch let error as DecodingError {
-                // A step that decodes (the usual case): the coding path and a readable message, as `decoded` gives.
-                var failure = ConnectError.decoding(error, body: response.data, as: Endpoint.Response.self)
-                if JSONNumberFit.isMisfitReport(error, decoding: response.data) {
-                    // JSONDecoder's "not valid JSON" of a body that is: a number that does not fit its type. The step
-                    // decoded a type of its own choosing from a part it chose, which the library cannot know: the
-                    // message explains without a path, rather than run a type's `init(from:)` again on a shape it
-                    // may not be written for (a step that reads through `JSONValue` gets the path from it).
-                    failure.explainNumberMisfit(nil, decoding: Endpoint.Response.self)
-                } else if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
-                    // The step found no value in the body: say that it has none, or, for a body that is not JSON,
-                    // the type the server declared (a sign-in page), as `decoded(toType:)` does.
-                    let contentType = response.header("Content-Type")
-                    if let message = ConnectError.noValueMessage(in: response.data, decoding: Endpoint.Response.self) {
-                        failure.message = message
-                    } else if case let note = JSONSyntax.declaredTypeNote(response.mediaType), !note.isEmpty,
-                        JSONSyntax.problem(in: BodyCharset.utf8(response.data, contentType: contentType)) != nil
-                    {
-                        failure.message =
-                            "could not decode \(Endpoint.Response.self) from the response body: invalid data: "
-                            + context.debugDescription + note
-                    }
+            try Connect.value(of: connector, from: response, decoders: decoders)
+        }
+    }
+
+    /// The value a ``DecodingConnector``'s step makes of `response`: a failure is a ``ConnectError`` of kind
+    /// `.decoding` that names the request and response (one the step throws is passed on with them).
+    static func value<Endpoint: DecodingConnector>(
+        of connector: Endpoint, from response: ConnectResponse, decoders: ResponseDecoders
+    ) throws -> Endpoint.Response {
+        do {
+            return try connector.decode(response, using: decoders)
+        } catch var error as ConnectError {
+            if error.storedHead == nil { error = error.from(response) }
+            throw error
+        } catch let error as DecodingError {
+            // A step that decodes (the usual case): the coding path and a readable message, as `decoded` gives.
+            var failure = ConnectError.decoding(error, body: response.data, as: Endpoint.Response.self)
+            if JSONNumberFit.isMisfitReport(error, decoding: response.data) {
+                // JSONDecoder's "not valid JSON" of a body that is: a number that does not fit its type. The step
+                // decoded a type of its own choosing from a part it chose, which the library cannot know: the
+                // message explains without a path, rather than run a type's `init(from:)` again on a shape it
+                // may not be written for (a step that reads through `JSONValue` gets the path from it).
+                failure.explainNumberMisfit(nil, decoding: Endpoint.Response.self)
+            } else if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                // The step found no value in the body: say that it has none, or, for a body that is not JSON,
+                // the type the server declared (a sign-in page), as `decoded(toType:)` does.
+                let contentType = response.header("Content-Type")
+                if let message = ConnectError.noValueMessage(in: response.data, decoding: Endpoint.Response.self) {
+                    failure.message = message
+                } else if case let note = JSONSyntax.declaredTypeNote(response.mediaType), !note.isEmpty,
+                    JSONSyntax.problem(in: BodyCharset.utf8(response.data, contentType: contentType)) != nil
+                {
+                    failure.message =
+                        "could not decode \(Endpoint.Response.self) from the response body: invalid data: "
+                        + context.debugDescription + note
                 }
-                throw failure.from(response)
-            } catch {
-                let failure = ConnectError(
-                    .decoding, message: "\(type(of: connector)) could not make its value of the response: \(error)",
-                    request: response.storedRequest, head: response.storedHead, body: response.data,
-                    underlyingError: error)
-                throw failure
             }
+            throw failure.from(response)
+        } catch {
+            let failure = ConnectError(
+                .decoding, message: "\(type(of: connector)) could not make its value of the response: \(error)",
+                request: response.storedRequest, head: response.storedHead, body: response.data,
+                underlyingError: error)
+            throw failure
         }
     }
 

@@ -79,6 +79,90 @@ extension ConnectClient {
     public func response(for connector: any Connector) -> Future<ConnectResponse> {
         response(for: connector, debugResponse: false, options: RequestOptions())
     }
+
+    /// Sends the request `request` describes, with options for this call only, and returns a future of its body.
+    ///
+    /// - Parameters:
+    ///   - request: The connector describing the endpoint.
+    ///   - options: Options for this call only.
+    /// - Returns: A future of the body, as for ``request(_:debugResponse:options:)``.
+    public func request(_ request: any Connector, options: RequestOptions) -> Future<Data> {
+        self.request(request, debugResponse: false, options: options)
+    }
+
+    /// Sends the request `connector` describes and returns a future of the whole response.
+    ///
+    /// - Parameters:
+    ///   - connector: The connector describing the endpoint.
+    ///   - debugResponse: Logs the request and response.
+    /// - Returns: A future of the response.
+    public func response(for connector: any Connector, debugResponse: Bool) -> Future<ConnectResponse> {
+        response(for: connector, debugResponse: debugResponse, options: RequestOptions())
+    }
+
+    /// Sends the request `connector` describes, with options for this call only, and returns a future of the whole
+    /// response.
+    ///
+    /// - Parameters:
+    ///   - connector: The connector describing the endpoint.
+    ///   - options: Options for this call only.
+    /// - Returns: A future of the response.
+    public func response(for connector: any Connector, options: RequestOptions) -> Future<ConnectResponse> {
+        response(for: connector, debugResponse: false, options: options)
+    }
+
+    /// Sends a connector that names its response type and returns a future of the decoded value, as
+    /// ``Connect/send(_:debugResponse:options:)-6goj3`` does.
+    ///
+    /// The body is decoded by the connector's ``TypedConnector/decoder`` if it has one, else by the decoder for the
+    /// response's `Content-Type`: a ``Connect``'s own ``ResponseDecoders``, or ``ResponseDecoders/default`` for the
+    /// response of another conformer. A failure is a ``ConnectError`` of kind ``ConnectError/Kind/decoding`` that
+    /// names the request and response.
+    ///
+    /// - Parameters:
+    ///   - connector: The connector.
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call only.
+    /// - Returns: A future of the decoded response.
+    public func send<Endpoint: TypedConnector>(
+        _ connector: Endpoint,
+        debugResponse: Bool = false,
+        options: RequestOptions = RequestOptions()
+    ) -> Future<Endpoint.Response> {
+        // A `Connect` reached through the protocol decodes as its own method does: with its decoders.
+        if let connect = self as? Connect {
+            return connect.send(connector, debugResponse: debugResponse, options: options)
+        }
+        let decoder = connector.decoder
+        return response(for: connector, debugResponse: debugResponse, options: options).map { response in
+            try Connect.decode(
+                response, as: Endpoint.Response.self, with: decoder ?? ResponseDecoders.default.decoder(for: response))
+        }
+    }
+
+    /// Sends a connector that turns its response into its value itself, and returns a future of that value, as
+    /// ``Connect/send(_:debugResponse:options:)-4cqyz`` does.
+    ///
+    /// The step gets a ``Connect``'s own ``ResponseDecoders``, or ``ResponseDecoders/default`` for the response of
+    /// another conformer.
+    ///
+    /// - Parameters:
+    ///   - connector: The connector, with its decoding step.
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call only.
+    /// - Returns: A future of the value; a step that throws fails it with ``ConnectError/Kind/decoding``.
+    public func send<Endpoint: DecodingConnector>(
+        _ connector: Endpoint,
+        debugResponse: Bool = false,
+        options: RequestOptions = RequestOptions()
+    ) -> Future<Endpoint.Response> {
+        if let connect = self as? Connect {
+            return connect.send(connector, debugResponse: debugResponse, options: options)
+        }
+        return response(for: connector, debugResponse: debugResponse, options: options).map { response in
+            try Connect.value(of: connector, from: response, decoders: .default)
+        }
+    }
 }
 
 extension Connect: ConnectClient {}
