@@ -7,7 +7,17 @@ import Foundation
 /// What sends connectors: ``Connect`` conforms, so an app can depend on this protocol, inject the client, and
 /// give its tests a fake of its own instead of a client with a fake transport.
 ///
-/// A conformer implements ``response(for:debugResponse:options:)``; the body and typed forms come with it.
+/// A conformer implements ``response(for:debugResponse:options:)``; every other call of the protocol is built on it
+/// and comes with it: the body (`request(_:)`, with `debugResponse:` and `options:` in any combination), the whole
+/// response (`response(for:)`, likewise), and the typed `send(_:)` of a ``TypedConnector`` or a
+/// ``DecodingConnector``, which decodes as ``Connect``'s does. Through the protocol, a ``Connect`` answers each as
+/// its own method does.
+///
+/// Uploads, downloads to a file, streams, event sources, string-path quick calls and requests built elsewhere stay
+/// on ``Connect``: each needs more than a connector and its response (a multipart body written to a temporary file,
+/// a destination the engine writes to, a body read as it arrives, the client's server configuration), which a
+/// conformer's one call cannot give. Through the protocol, a string path is a ``Route``:
+/// `client.request(Route("/todos"))`.
 /// A connector whose base URL is relative (`/`, leaving the server to the client) has no URL of its own, and its
 /// `asURLRequest()` throws: a fake answers it for a URL of the fake's, as below.
 ///

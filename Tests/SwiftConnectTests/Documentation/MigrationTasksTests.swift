@@ -60,11 +60,14 @@ final class MigrationTasksTests: XCTestCase {
         let posts = try PostsStore(client: fake).all().wait()
         XCTAssertEqual(posts, [Post(id: 7, title: "Canned")])
         XCTAssertEqual(fake.asked.withLock { $0 }, ["/posts"])
-        // Through the protocol, a call with options names `debugResponse:` too (ComingFromRemotli).
+        // Through the protocol, the connector calls are as on Connect (ComingFromRemotli): options with or without
+        // `debugResponse:`.
         let client: any ConnectClient = fake
         let once = RequestOptions(acceptsEveryStatus: true)
         let again = client.request(GetAllPosts(), debugResponse: false, options: once).decoded(toType: [Post].self)
         XCTAssertEqual(try again.wait(), [Post(id: 7, title: "Canned")])
+        let short = client.request(GetAllPosts(), options: once).decoded(toType: [Post].self)
+        XCTAssertEqual(try short.wait(), [Post(id: 7, title: "Canned")])
     }
 
     /// Konex returned the `URLSessionDataTask` to cancel; here ``Future/cancel()`` "fails it with
