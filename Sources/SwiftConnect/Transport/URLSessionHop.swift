@@ -117,7 +117,9 @@ struct URLSessionHopEngine: HTTPEngine {
         return try await withTaskCancellationHandler {
             let head = try await withCheckedThrowingContinuation { continuation in
                 handler.waitForHead(continuation)
-                transport.startOffTheCaller { task.resume() }
+                // Not once the hop was abandoned while the task waited for its turn (the exchange's deadline, which
+                // counts from the caller's send, or a cancellation): its stop has cancelled the task already.
+                transport.startOffTheCaller { if !handler.wasAbandoned { task.resume() } }
             }
             return EngineResponse(head: ResponseHead(head), body: URLSessionHopBody(stream: body))
         } onCancel: {
@@ -194,6 +196,8 @@ final class HopHandler: Sendable {
         var answered = false
         /// The body bytes handed to the connection so far.
         var sent: Int64 = 0
+        /// The engine's `send` was cancelled (``abandon()``).
+        var abandoned = false
     }
 
     /// The hop as sent, for errors.
@@ -298,8 +302,12 @@ final class HopHandler: Sendable {
 
     /// The engine's `send` was cancelled: it stops waiting for the head.
     func abandon() {
+        state.withLock { $0.abandoned = true }
         answer(.failure(CancellationError()))
     }
+
+    /// Whether the engine's `send` was cancelled: a task not resumed yet never is.
+    var wasAbandoned: Bool { state.withLock { $0.abandoned } }
 
     /// Resumes the engine's `send` once.
     private func answer(_ result: Result<HTTPURLResponse, any Error>) {

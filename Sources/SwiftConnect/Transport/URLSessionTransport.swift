@@ -185,9 +185,9 @@ public final class URLSessionTransport: Transport {
         return seconds > 0 && seconds.isFinite ? seconds : .infinity
     }
 
-    /// The deadline of one exchange: the request's timeout, or the session's resource timeout if shorter.
-    private func deadline(for request: URLRequest) -> TransportDeadline? {
-        TransportDeadline(seconds: min(request.timeoutInterval, resourceTimeout))
+    /// The time one exchange may take: the request's timeout, or the session's resource timeout if shorter.
+    private func timeout(of request: URLRequest) -> TimeInterval {
+        min(request.timeoutInterval, resourceTimeout)
     }
 
     deinit {
@@ -347,30 +347,38 @@ public final class URLSessionTransport: Transport {
         ConnectResponse
     > {
         let promise = Promise<ConnectResponse>()
+        // Armed now: the timeout counts from the caller's send, also while the task waits for its turn.
+        let deadline = PlainExchangeDeadline(seconds: timeout(of: request), request: request, promise: promise)
         if Self.startsTasksOffTheCaller {
             // Creating and resuming a task can wait for another request's body stream (Linux): off the caller.
             startOffTheCaller { [self] in
-                guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
-                startDataTask(request, promise: promise, observation: observation)
+                // Cancelled or timed out while waiting: never started.
+                guard !promise.future.isCompleted else { return }
+                startDataTask(request, promise: promise, observation: observation, deadline: deadline)
             }
             return promise.future
         }
         guard CompletionContext.isDelivering, plainInFlight.snapshot > 0 else {
-            startDataTask(request, promise: promise, observation: observation)
+            startDataTask(request, promise: promise, observation: observation, deadline: deadline)
             return promise.future
         }
         submissionQueue.async { [self] in
-            guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
-            startDataTask(request, promise: promise, observation: observation)
+            // Cancelled or timed out while waiting: never started.
+            guard !promise.future.isCompleted else { return }
+            startDataTask(request, promise: promise, observation: observation, deadline: deadline)
         }
         return promise.future
     }
 
     /// Creates and starts the data task that completes `promise`: URLSession's completion handler hands its
     /// outcome, body included, to the task's ``TaskHandler``, which challenges and redirects have reached through
-    /// the delegate.
-    func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>, observation: CallObservation? = nil) {
-        let deadline = deadline(for: request)
+    /// the delegate. `armed` is the exchange's deadline, armed when the caller sent it; without one, it is armed now.
+    func startDataTask(
+        _ request: URLRequest, promise: Promise<ConnectResponse>, observation: CallObservation? = nil,
+        deadline armed: PlainExchangeDeadline? = nil
+    ) {
+        let armed = armed ?? PlainExchangeDeadline(seconds: timeout(of: request), request: request, promise: promise)
+        let deadline = armed.timer
         plainInFlight.withLock { $0 += 1 }
         let slot = Protected<(handler: TaskHandler, task: Int)?>(nil)
         // On Linux the transport sends the session's cookies itself (``SessionCookies``).
@@ -400,7 +408,9 @@ public final class URLSessionTransport: Transport {
         }
         slot.withLock { $0 = (handler, task.taskIdentifier) }
         delegate?.register(handler, for: task)
-        Self.run(task, promise: promise, deadline: deadline, request: request, stop: stop)
+        // A call that ended while its task waited for its turn (timed out, cancelled) never sends it.
+        guard armed.attach(stop) else { return stop() }
+        task.resume()
     }
 
     /// Goes on with the plain exchange of `request`, whose task the redirect `response` answered: the core follows
@@ -452,29 +462,6 @@ public final class URLSessionTransport: Transport {
         DispatchQueue.global().async { promise.completeIfPending(with: result) }
     }
 
-    /// Points the promise's cancellation and the request's deadline at `stop`, then starts `task`: a plain
-    /// exchange's deadline fails the future with ``ConnectError/Kind/timedOut`` and stops the task.
-    private static func run(
-        _ task: URLSessionTask,
-        promise: Promise<ConnectResponse>,
-        deadline: TransportDeadline?,
-        request: URLRequest,
-        stop: @escaping @Sendable () -> Void
-    ) {
-        // The deadline first: a caller who cancelled already (on Linux the task starts later, off the caller) runs
-        // the handler at once, which must find the deadline armed to disarm it.
-        deadline?.start {
-            let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
-            promise.completeIfPending(with: .failure(failure))
-            stop()
-        }
-        promise.setCancelHandler {
-            deadline?.cancel()
-            stop()
-        }
-        task.resume()
-    }
-
     /// Turns what `URLSession` reported for a plain exchange into a response or a ``ConnectError``: errors are
     /// classified by ``ConnectError/transportFailure(_:request:)``.
     static func result(
@@ -489,5 +476,45 @@ public final class URLSessionTransport: Transport {
         }
         if let failure = framingError(of: response, request: request) { return .failure(failure) }
         return .success(ConnectResponse(request: request, response: response, data: data ?? Data()))
+    }
+}
+
+/// The deadline of a plain exchange (URLSession's completion-handler path), armed when its caller sends it: the
+/// request's timeout counts from there, also while its task waits for its turn on the transport's submission queue
+/// (on Linux every task starts there, behind whatever holds FoundationNetworking's work queue:
+/// ``URLSessionTransport/startOffTheCaller(_:)``). When it passes, the call fails with ``ConnectError/Kind/timedOut``
+/// and the task, once there is one, is stopped; a task whose call ended before its turn is never resumed.
+///
+/// Tests: `SubmissionDeadlineTests`, `RequestsFromCallbacksTests`.
+final class PlainExchangeDeadline: Sendable {
+    /// The timer, `nil` without a usable timeout: the task's handler disarms it when the task ends.
+    let timer: TransportDeadline?
+    private let promise: Promise<ConnectResponse>
+    /// What stops the task, once there is one.
+    private let stop = Protected<(@Sendable () -> Void)?>(nil)
+
+    /// Arms the deadline `seconds` from now, and points the caller's cancellation at it.
+    init(seconds: TimeInterval, request: URLRequest, promise: Promise<ConnectResponse>) {
+        let timer = TransportDeadline(seconds: seconds)
+        self.timer = timer
+        self.promise = promise
+        let stop = stop
+        timer?.start {
+            let failure = ConnectError.transportFailure(.deadlinePassed(after: seconds), request: request)
+            promise.completeIfPending(with: .failure(failure))
+            stop.snapshot?()
+        }
+        promise.setCancelHandler {
+            timer?.cancel()
+            stop.snapshot?()
+        }
+    }
+
+    /// Points the deadline and the caller's cancellation at `stop`, which stops the task. Returns whether the task
+    /// may be resumed: `false` when the call ended (timed out, cancelled) first.
+    func attach(_ stop: @escaping @Sendable () -> Void) -> Bool {
+        self.stop.withLock { $0 = stop }
+        // After `stop` is in place: a deadline or cancellation that comes after this check finds it.
+        return !promise.future.isCompleted
     }
 }
