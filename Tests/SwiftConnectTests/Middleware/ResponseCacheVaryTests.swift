@@ -12,9 +12,12 @@ import XCTest
 final class ResponseCacheVaryTests: XCTestCase {
     /// A client whose server answers with the fields `vary` (one `Vary` field each) and a body counting the
     /// requests, with a cache, and a function that asks `GET /a` with some headers and returns the body.
-    private func client(vary: [String]) -> (transport: FakeTransport, get: ([(String, String)]) throws -> String) {
-        let transport = FakeTransport()
-        let count = Protected(0)
+    /// With `storage`, the cache writes to it; `transport` and `count`, when given, are shared with another client
+    /// (a second cache on the same storage, as after a restart).
+    private func client(
+        vary: [String], storage: (any ResponseCacheStorage)? = nil, transport: FakeTransport = FakeTransport(),
+        count: Protected<Int> = Protected(0)
+    ) -> (transport: FakeTransport, get: ([(String, String)]) throws -> String) {
         transport.stub(
             "/a",
             with: .handler { request in
@@ -28,8 +31,20 @@ final class ResponseCacheVaryTests: XCTestCase {
                         request: request, head: ResponseHead(status: 200, headerFields: fields),
                         data: Data("\(number)".utf8))!)
             })
+        // A value with `|` becomes repeated field lines, one a part (a connector's headers replace each other).
+        let repeating = AnyMiddleware { request, _, next in
+            var request = request
+            for field in request.headerFields where field.value.contains("|") {
+                request.setValue(nil, forHTTPHeaderField: field.name.rawName)
+                for part in field.value.split(separator: "|") {
+                    request.addValue(String(part), forHTTPHeaderField: field.name.rawName)
+                }
+            }
+            return next(request)
+        }
         let connect = Connect(
-            transport: transport, retryPolicy: nil, responseCache: ResponseCache(),
+            transport: transport, middlewares: [repeating], retryPolicy: nil,
+            responseCache: ResponseCache(storage: storage),
             configuration: ServerConfiguration(host: "api.example.com"))
         let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
         return (
@@ -98,5 +113,54 @@ final class ResponseCacheVaryTests: XCTestCase {
         XCTAssertEqual(try get([("Authorization", "Bearer t ")]), "1")
         XCTAssertEqual(try get([("Authorization", "Bearer u")]), "2")
         XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    /// RFC 9111 §4.1: the values of list fields are compared without the blanks around their commas, which the
+    /// field's syntax allows and which change nothing: `gzip,deflate` is `gzip, deflate`.
+    func testListValuesThatDifferOnlyInBlanksAroundCommasMatch() throws {
+        let (transport, get) = client(vary: ["Accept-Encoding"])
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip,deflate")]), "1")
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip, deflate")]), "1")
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip ,\tdeflate")]), "1")
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip, br")]), "2", "another value is another variant")
+        XCTAssertEqual(try get([("Accept-Encoding", "deflate, gzip")]), "3", "the order of the elements counts")
+    }
+
+    /// Repeated field lines are the one line that joins them (RFC 9110 §5.3), whatever blanks either had.
+    func testRepeatedFieldLinesMatchTheirCombinedLine() throws {
+        let (transport, get) = client(vary: ["Accept-Encoding"])
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip,deflate")]), "1")
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip|deflate")]), "1")
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip |\tdeflate")]), "1")
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip|br")]), "2")
+    }
+
+    /// Only blanks are normalised: values that differ in case are different values (only some fields are
+    /// case-insensitive, and the cache does not guess which), and so are blanks and commas inside a quoted string.
+    func testCaseAndQuotedStringsAreComparedAsSent() throws {
+        let (_, get) = client(vary: ["Accept-Encoding"])
+        XCTAssertEqual(try get([("Accept-Encoding", "gzip")]), "1")
+        XCTAssertEqual(try get([("Accept-Encoding", "GZIP")]), "2")
+        let (quotedTransport, quoted) = client(vary: ["X-Variant"])
+        XCTAssertEqual(try quoted([("X-Variant", "a, \"b, c\"")]), "1")
+        XCTAssertEqual(try quoted([("X-Variant", "a,\"b, c\"")]), "1", "blanks outside the quotes go")
+        XCTAssertEqual(try quoted([("X-Variant", "a, \"b,c\"")]), "2", "blanks inside the quotes stay")
+        XCTAssertEqual(try quoted([("X-Variant", "a, \"b\\\", c\"")]), "3", "an escaped quote does not end it")
+        XCTAssertEqual(try quoted([("X-Variant", "a, \"b\\\",c\"")]), "4")
+        XCTAssertEqual(quotedTransport.requests.count, 4)
+    }
+
+    /// A response read from the storage (by another cache, as after a restart) matches so too.
+    func testAStoredResponseReadFromTheStorageMatchesSo() throws {
+        let storage = MemoryResponseStorage()
+        let transport = FakeTransport()
+        let count = Protected(0)
+        let (_, first) = client(vary: ["Accept-Encoding"], storage: storage, transport: transport, count: count)
+        XCTAssertEqual(try first([("Accept-Encoding", "gzip, deflate")]), "1")
+        let (_, later) = client(vary: ["Accept-Encoding"], storage: storage, transport: transport, count: count)
+        XCTAssertEqual(try later([("Accept-Encoding", "gzip,deflate")]), "1", "served from the storage")
+        XCTAssertEqual(transport.requests.count, 1)
     }
 }

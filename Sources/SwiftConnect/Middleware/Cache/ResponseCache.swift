@@ -179,8 +179,11 @@ import Foundation
 /// received it (an engine may have decoded it), not as the server would answer a HEAD.
 ///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first request
-/// had, as the wire sends them (without the blanks around values; one variant per key: another value replaces it); one
-/// with `Vary: *` is not stored. The cache is safe to share between threads and clients, with one caution: it tells
+/// had, as the wire sends them (one variant per key: another value replaces it), compared as RFC 9111 §4.1 allows:
+/// without the blanks around a value or around the commas between its elements outside quoted strings, and repeated
+/// fields as the one line that joins them, so that `gzip,deflate`, `gzip, deflate` and two fields `gzip` and
+/// `deflate` are one value; the case of a value counts (the cache does not know which fields ignore it). One with
+/// `Vary: *` is not stored. The cache is safe to share between threads and clients, with one caution: it tells
 /// users apart only by the credentials it sees on a request. Cookies an engine adds from its own cookie storage
 /// (``URLSessionTransport`` does by default) and a `URLSessionConfiguration`'s `httpAdditionalHeaders` are added after
 /// the cache and are not in its key, so clients of two users signed in that way each need a cache of their own (or
@@ -213,7 +216,7 @@ public final class ResponseCache: Sendable {
 
         /// Whether `request` has the values of the headers the response varies on that the stored one had.
         func matches(_ request: ConnectRequest) -> Bool {
-            varying.allSatisfy { request.value(forHTTPHeaderField: $0.name) == $0.value }
+            varying.allSatisfy { ResponseCache.sameVaryValue($0.value, request.value(forHTTPHeaderField: $0.name)) }
         }
 
         /// Whether a redirect led to it: it answers the URL asked for from another.
@@ -946,7 +949,7 @@ public final class ResponseCache: Sendable {
                 expiry: stored.expiry, generated: ResponseFreshness.generated(stored, now: now()),
                 mustRevalidate: ResponseFreshness.mustRevalidate(stored.headers)),
             stored.body.count <= limit,
-            stored.varying.allSatisfy({ request.value(forHTTPHeaderField: $0.name) == $0.value })
+            stored.varying.allSatisfy({ Self.sameVaryValue($0.value, request.value(forHTTPHeaderField: $0.name)) })
         else { return nil }
         var fields = HeaderFields()
         for header in stored.headers {
@@ -1344,7 +1347,7 @@ public final class ResponseCache: Sendable {
         guard let storage else { return }
         // Then the storage, which a GET reads when memory has nothing (after a restart, or an eviction).
         guard let record = storage.response(forKey: key), record.method == HTTPMethod.get.rawValue,
-            record.varying.allSatisfy({ head.value(forHTTPHeaderField: $0.name) == $0.value })
+            record.varying.allSatisfy({ Self.sameVaryValue($0.value, head.value(forHTTPHeaderField: $0.name)) })
         else { return }
         let field = { (name: String) in
             record.headers.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }?.value
@@ -1621,6 +1624,56 @@ public final class ResponseCache: Sendable {
         return names.map { name in
             (name, requestHeaders.first { $0.key.lowercased() == name }?.value)
         }
+    }
+
+    /// Whether a value a stored response's `Vary` names (`stored`, the request's it answered) and `sent`, the same
+    /// field's in a new request, select the same response (RFC 9111 §4.1): equal once normalised
+    /// (``varyNormalized(_:)``); an absent field matches only an absent one.
+    static func sameVaryValue(_ stored: String?, _ sent: String?) -> Bool {
+        varyNormalized(stored) == varyNormalized(sent)
+    }
+
+    /// `value` as RFC 9111 §4.1 lets a cache compare it: the blanks (spaces and tabs) around the commas that separate
+    /// list elements removed, and at either end, so that `gzip,deflate`, `gzip, deflate` and the two fields `gzip`
+    /// and `deflate` (joined with `", "`) are one value. A quoted string's own blanks and commas stay (a `\` escapes
+    /// the character after it there); the case of a value counts (only some fields are case-insensitive, and the
+    /// cache does not guess which), and so do empty elements. `nil` (no such field) stays `nil`.
+    private static func varyNormalized(_ value: String?) -> String? {
+        guard let value else { return nil }
+        var result = ""
+        var pendingBlanks = ""
+        var isQuoted = false
+        var isEscaped = false
+        var afterComma = true  // at the start, as after a comma: leading blanks go
+        for character in value {
+            if isQuoted {
+                result.append(character)
+                if isEscaped {
+                    isEscaped = false
+                } else if character == "\\" {
+                    isEscaped = true
+                } else if character == "\"" {
+                    isQuoted = false
+                }
+                continue
+            }
+            switch character {
+            case " ", "\t":
+                // Kept only if something other than a comma or the end follows, and not right after a comma.
+                if !afterComma { pendingBlanks.append(character) }
+            case ",":
+                pendingBlanks = ""
+                result.append(",")
+                afterComma = true
+            default:
+                result += pendingBlanks
+                pendingBlanks = ""
+                result.append(character)
+                afterComma = false
+                if character == "\"" { isQuoted = true }
+            }
+        }
+        return result
     }
 
     /// The statuses that say the resource is not there (`404 Not Found`, `410 Gone`): not stored, but an answer with
