@@ -20,11 +20,12 @@ import Foundation
 ///   too), no `Domain` a host-only one, and so do `Domain=` (ignored) and `Domain=.` (empty once its dot is removed); a
 ///   `Path` that is not absolute is the default path (§5.1.4), the request's directory; a `Secure` cookie set over
 ///   plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http that would replace or shadow a
-///   `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``); `HttpOnly` is kept as the cookie's `isHTTPOnly` (it
+///   `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``), except from a loopback host, which counts as secure
+///   (``isSecure(_:)``); `HttpOnly` is kept as the cookie's `isHTTPOnly` (it
 ///   changes nothing in what an HTTP client sends).
 /// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
 ///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
-///   https only when `Secure`, until it expires; the longest paths first, then the oldest (a cookie that replaced
+///   https (or plain http to a loopback host) only when `Secure`, until it expires; the longest paths first, then the oldest (a cookie that replaced
 ///   another keeps that one's creation time, §5.3 step 11.3: ``keepCreationTimes(of:replacing:now:)``).
 ///
 /// - **Bounds** (§6.1, RFC 6265bis's eviction order): ``evictions(toStore:in:now:maxPerDomain:maxTotal:)``. The
@@ -472,10 +473,15 @@ enum CookieRules {
         host.contains(":") || (!host.isEmpty && host.allSatisfy { $0 == "." || ($0.isASCII && $0.isNumber) })
     }
 
-    /// Whether `url` is https (or wss): the channels a `Secure` cookie may use.
+    /// Whether `url` is a channel a `Secure` cookie may use: https (or wss), or http (or ws) to a loopback host
+    /// (`LoopbackHost`: `127.0.0.0/8`, `::1`, `localhost` and `*.localhost`). RFC 6265bis leaves "secure" to the
+    /// client, and browsers (Chrome 89, Firefox 75) count loopback origins as secure contexts (W3C Secure Contexts,
+    /// "potentially trustworthy"): a developer's local server over plain http sets and gets its `Secure` session
+    /// cookie, which never leaves the machine. No other plain-http host does.
     private static func isSecure(_ url: URL) -> Bool {
         let scheme = url.scheme?.lowercased()
-        return scheme == "https" || scheme == "wss"
+        if scheme == "https" || scheme == "wss" { return true }
+        return (scheme == "http" || scheme == "ws") && LoopbackHost.contains(url)
     }
 
     private static func trimmed(_ text: Substring) -> String {

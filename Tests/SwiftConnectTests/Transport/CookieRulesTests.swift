@@ -192,6 +192,42 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertEqual(cookie("a=1", from: URL(string: "http://a.example.com/")!)?.isSecure, false)
     }
 
+    /// Loopback origins are secure contexts for cookies, as browsers treat them (Chrome 89, Firefox 75; W3C Secure
+    /// Contexts' "potentially trustworthy" origins, which RFC 6265bis leaves to the client): a `Secure` cookie is taken
+    /// from, and sent to, http to `127.0.0.0/8`, `::1`, `localhost` and `*.localhost`, a developer's local server.
+    /// No other plain-http host: not an address or a name that only looks local.
+    func testLoopbackOriginsAreSecureForCookies() throws {
+        let loopback = [
+            "http://127.0.0.1:8080/", "http://127.1.2.3/", "http://[::1]:8080/", "http://localhost:3000/",
+            "http://LOCALHOST./", "http://app.localhost/", "ws://127.0.0.1/",
+        ]
+        for text in loopback {
+            let url = try XCTUnwrap(URL(string: text))
+            let secure = try XCTUnwrap(cookie("a=1; Secure", from: url), "taken from \(text)")
+            XCTAssertTrue(secure.isSecure, text)
+            XCTAssertTrue(CookieRules.sends(secure, to: url, now: now), "sent to \(text)")
+            XCTAssertEqual(cookie("__Secure-id=x; Secure", from: url)?.isSecure, true, text)
+        }
+        let elsewhere = [
+            "http://a.example.com/", "http://10.0.0.1/", "http://192.168.1.1/", "http://[::2]/", "http://0.0.0.0/",
+            "http://localhost.example.com/", "http://127.0.0.1.example.com/", "http://notlocalhost/",
+        ]
+        for text in elsewhere {
+            let url = try XCTUnwrap(URL(string: text))
+            XCTAssertNil(cookie("a=1; Secure", from: url), "taken from \(text)")
+            let https = try XCTUnwrap(URL(string: text.replacingOccurrences(of: "http://", with: "https://")))
+            let secure = try XCTUnwrap(cookie("a=1; Secure", from: https), "taken from \(https)")
+            XCTAssertTrue(CookieRules.sends(secure, to: https, now: now), "sent to \(https)")
+            XCTAssertFalse(CookieRules.sends(secure, to: url, now: now), "sent to \(text)")
+        }
+        // A plain-http loopback response may replace its own Secure cookie, as https may.
+        let local = try XCTUnwrap(URL(string: "http://127.0.0.1/"))
+        let plain = try XCTUnwrap(cookie("a=2", from: local))
+        XCTAssertFalse(
+            CookieRules.overwritesSecureCookie(
+                plain, setBy: local, in: [stored("a", "127.0.0.1", secure: true)], now: now))
+    }
+
     // MARK: - Bounds
 
     /// A stored cookie for `domain` (a leading `.` for a domain cookie), `Secure` or not, expired or not.
