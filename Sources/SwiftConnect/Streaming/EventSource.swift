@@ -7,8 +7,8 @@ import Foundation
 /// How an ``EventSource`` reconnects, as a browser's `EventSource` does.
 public struct EventSourceReconnection: Sendable, Hashable {
     /// The wait before reconnecting, until the server sets another with a `retry:` field (half a second at least,
-    /// as Firefox keeps it). Defaults to 3 s, the WHATWG default. Every reconnection waits 0.01 s at least, a delay
-    /// of 0 included: a server that sends one event per connection and closes is not called in a loop. Each
+    /// as Firefox keeps it, and an hour at most, or this delay when longer; a value not all ASCII digits is ignored).
+    /// Defaults to 3 s, the WHATWG default. Every reconnection waits 0.01 s at least, a delay of 0 included: a server that sends one event per connection and closes is not called in a loop. Each
     /// reconnection after the first in a row without an event waits twice as long as the one before (a delay of 0:
     /// 0.02 s, then 0.04 s…), up to 30 s (or this delay, when longer).
     public var delay: TimeInterval
@@ -88,6 +88,9 @@ public struct EventSource: AsyncSequence {
         /// a reconnection's events without an `id` carry it, a reset one too, as on the connection that reset it.
         private var lastEventIDIfSet: String?
         private var delay: TimeInterval
+        /// The wait before the next reconnection's back-off (``wait(_:failures:)``): the policy's delay, or the
+        /// server's `retry:` once one came; read by tests, which do not wait it out.
+        var reconnectionDelay: TimeInterval { delay }
         /// Reconnections since the last event.
         private var failures = 0
         private var isFinished = false
@@ -267,6 +270,21 @@ public struct EventSource: AsyncSequence {
         /// at once would otherwise reconnect thousands of times a second.
         static let shortestServerRetry: TimeInterval = 0.5
 
+        /// The wait a server's `retry:` of `milliseconds` sets: half a second at least
+        /// (``shortestServerRetry``), an hour at most, or the policy's own delay when that is longer
+        /// (``longestServerRetry``).
+        static func serverDelay(milliseconds: Int, reconnection: EventSourceReconnection) -> TimeInterval {
+            let ceiling = Swift.max(longestServerRetry, reconnection.delay.isNaN ? 0 : reconnection.delay)
+            return Swift.min(Swift.max(Double(milliseconds) / 1000, shortestServerRetry), ceiling)
+        }
+
+        /// The longest wait a server's `retry:` sets, in seconds, unless the policy's own delay is longer: WHATWG
+        /// sets no bound, and `retry: 99999999999` (or a value past `Int`'s range, read as `Int.max`) made the source
+        /// wait for years, a feed that never came back. An hour leaves a server room to shed load (a maintenance
+        /// window, a flood of clients) far past the 30 s the back-off reaches on its own, and a source still comes
+        /// back the same day; an app that wants longer waits sets that delay itself.
+        static let longestServerRetry: TimeInterval = 3600
+
         /// `seconds` as a sleep, capped at a year: a server's `retry:` of 2^63 milliseconds (or an infinite delay)
         /// is a very long wait, not a trap converting it.
         static func nanoseconds(_ seconds: TimeInterval) -> UInt64 {
@@ -290,7 +308,9 @@ public struct EventSource: AsyncSequence {
             guard let iterator else { return }
             lastEventID = iterator.lastEventID
             lastEventIDIfSet = iterator.lastEventIDIfSet
-            if let time = iterator.reconnectionTime { delay = Swift.max(Double(time) / 1000, Self.shortestServerRetry) }
+            if let time = iterator.reconnectionTime {
+                delay = Self.serverDelay(milliseconds: time, reconnection: source.reconnection)
+            }
         }
 
         /// Connects, with `Last-Event-ID` when there is one; `nil` for a 204 (the server says: stop).
