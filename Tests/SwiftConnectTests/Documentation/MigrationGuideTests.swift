@@ -581,6 +581,89 @@ final class MigrationGuideTests: XCTestCase {
         }
     }
 
+    // MARK: Coming from AsyncHTTPClient
+
+    func testComingFromAsyncHTTPClient() async throws {
+        struct Todo: Codable, Sendable, Equatable {
+            var id: Int
+            var title: String
+        }
+        server.route("GET", "/todos/:id") { request in
+            let id = request.pathParameters["id"] ?? "0"
+            guard id != "404" else { return .json(string: #"{"error":"no such todo"}"#, status: 404) }
+            return .json(string: #"{"id":\#(id),"title":"Ship"}"#)
+        }
+        server.route("GET", "/export") { _ in
+            .stream(contentLength: nil, contentType: "text/csv") { write in
+                for row in 1...20 { guard write(Data("\(row),ok\n".utf8)) else { return } }
+            }
+        }
+        server.route("POST", "/ingest") { request in
+            .json(string: #"{"length":"\#(request.header("Content-Length") ?? "")","bytes":\#(request.body.count)}"#)
+        }
+        server.route("GET", "/old") { _ in .redirect(to: "/new", status: 301) }
+        server.route("GET", "/new") { _ in .json(string: "{}") }
+
+        let client = Connect(baseURL: apiURL)
+        let limit = RequestOptions(maxResponseBytes: 1024 * 1024)  // body.collect(upTo:)
+        let todo = try await client.request(Route("/todos/1"), options: limit).decoded(toType: Todo.self).value
+        XCTAssertEqual(todo, Todo(id: 1, title: "Ship"))
+
+        let answer = try await client.response(
+            for: Route("/todos/404"), options: RequestOptions(acceptsEveryStatus: true)
+        )
+        .value
+        let once = Connect(
+            retryPolicy: RetryPolicy(maxAttempts: 1), configuration: ServerConfiguration(baseURL: apiURL))
+        XCTAssertEqual(answer.statusCode, 404)
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), #"{"error":"no such todo"}"#)
+        do {
+            _ = try await once.request(Route("/todos/404")).value
+            XCTFail("a 404 fails the call")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.statusCode, 404)
+        }
+
+        let quick = try await client.request(Route("/todos/1", timeout: 5)).decoded(toType: Todo.self).value
+        let perCall = client.request(Route("/todos/1"), options: RequestOptions(timeout: 5))
+        XCTAssertEqual(quick.id, 1)
+        let perCallBody = try await perCall.value
+        XCTAssertFalse(perCallBody.isEmpty)
+
+        let export = client.stream(Route("/export"))
+        let head = try await export.response  // status and headers
+        var rows = Data()
+        for try await chunk in export {
+            rows.append(chunk)
+        }
+        XCTAssertEqual(head.statusCode, 200)
+        XCTAssertEqual(String(decoding: rows, as: UTF8.self), (1...20).map { "\($0),ok\n" }.joined())
+
+        let parts = AsyncStream<Data> { continuation in
+            for row in 1...3 { continuation.yield(Data("row \(row)\n".utf8)) }
+            continuation.finish()
+        }
+        let upload = ConnectRequest(
+            method: .post, url: apiURL.appendingPathComponent("ingest"),
+            body: .stream(ConnectRequest.OneShotStream(parts, length: 18)))
+        let ingested = try await client.response(for: upload, name: "ingest").value
+        let received = try JSONDecoder().decode(JSONValue.self, from: ingested.data)
+        #if canImport(FoundationNetworking)
+            XCTAssertEqual(received["length"]?.stringValue, "")  // in chunks on Linux, as the guide says
+        #else
+            XCTAssertEqual(received["length"]?.stringValue, "18")
+        #endif
+        XCTAssertEqual(received["bytes"]?.intValue, 18)
+
+        var stay = RequestOptions(acceptsEveryStatus: true)
+        stay.maxRedirects = 0  // redirectConfiguration: .disallow
+        let moved = try await client.response(for: Route("/old"), options: stay).value
+        let target = moved.header("Location")
+        XCTAssertEqual(moved.statusCode, 301)
+        XCTAssertEqual(target, "/new")
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/new"), 0)
+    }
+
     // MARK: The guides hold only code that runs
 
     func testEveryGuideSwiftBlockIsCompiledCode() throws {

@@ -7,7 +7,7 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// Everyday tasks of a Remotli, Konex or JustAPIs app, done as the migration guides
+/// Everyday tasks of a Remotli, Konex, JustAPIs or AsyncHTTPClient app, done as the migration guides
 /// (`SwiftConnect.docc/ComingFrom*.md`) and the doc comments they point to say, where `MigrationGuideTests` does not
 /// already run the guide's own snippet.
 final class MigrationTasksTests: XCTestCase {
@@ -191,5 +191,129 @@ final class MigrationTasksTests: XCTestCase {
         let json = try gateway.request("/foo", parameters: ["id": 123]).decoded(toType: JSONValue.self).wait()
         XCTAssertEqual(json["ok"]?.boolValue, true)
         XCTAssertEqual(transport.requests(to: "/foo").count, 1)
+    }
+
+    // MARK: AsyncHTTPClient
+
+    /// AsyncHTTPClient's `execute(_:timeout:)` is the call's deadline: `RequestOptions(timeout:)`, a ``Route``'s
+    /// `timeout:` or a built request's `timeoutInterval` fails a call the server does not answer in time with
+    /// `.timedOut` (`HTTPClientError.deadlineExceeded`), and the server is left waiting, not the caller.
+    func testAsyncHTTPClientADeadlineFailsTheCallAsTimedOut() throws {
+        let release = Gate()
+        defer { release.open() }
+        server.route("GET", "/slow") { _ in
+            release.wait(timeout: 30)
+            return .text("late")
+        }
+        let client = Connect(baseURL: apiURL)
+        let calls: [(String, Future<ConnectResponse>)] = [
+            ("options", client.response(for: Route("/slow"), options: RequestOptions(timeout: 0.3))),
+            ("route", client.response(for: Route("/slow", timeout: 0.3))),
+            (
+                "built",
+                client.response(
+                    for: ConnectRequest(url: apiURL.appendingPathComponent("slow"), timeoutInterval: 0.3))
+            ),
+        ]
+        for (name, call) in calls {
+            XCTAssertThrowsError(try call.wait(timeout: 20), name) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .timedOut, "\(name): \(error)")
+            }
+        }
+    }
+
+    /// AsyncHTTPClient's `response.body` is an async sequence of buffers; `stream` hands the head first
+    /// (`response`), then the body's chunks as `Data`, in order.
+    func testAsyncHTTPClientStreamingAResponseBody() async throws {
+        server.route("GET", "/export") { _ in
+            .stream(contentLength: nil, contentType: "text/csv") { write in
+                for row in 1...50 { guard write(Data("row \(row)\n".utf8)) else { return } }
+            }
+        }
+        let client = Connect(baseURL: apiURL)
+        let stream = client.stream(Route("/export"))
+        let head = try await stream.response
+        XCTAssertEqual(head.statusCode, 200)
+        XCTAssertEqual(head.mediaType, "text/csv")
+        var received = Data()
+        for try await chunk in stream { received.append(chunk) }
+        XCTAssertEqual(String(decoding: received, as: UTF8.self), (1...50).map { "row \($0)\n" }.joined())
+    }
+
+    /// AsyncHTTPClient's `request.body = .stream(sequence, length: .known(n))` is a `ConnectRequest.OneShotStream`
+    /// given `length:`, sent with `Content-Length` (FoundationNetworking, on Linux, sends every stream in chunks, as
+    /// the README and the guide now say); without a length it goes chunked. Either way the server gets every byte,
+    /// in order.
+    func testAsyncHTTPClientStreamingARequestBody() throws {
+        server.route("POST", "/ingest") { request in
+            .json(
+                string: #"{"length":"\#(request.header("Content-Length") ?? "none")","#
+                    + #""chunked":"\#(request.header("Transfer-Encoding") ?? "none")","#
+                    + #""body":"\#(String(decoding: request.body, as: UTF8.self))"}"#)
+        }
+        let client = Connect(baseURL: apiURL)
+        func rows() -> AsyncStream<Data> {
+            AsyncStream { continuation in
+                for row in 1...3 { continuation.yield(Data("row\(row);".utf8)) }
+                continuation.finish()
+            }
+        }
+        let known = ConnectRequest(
+            method: .post, url: apiURL.appendingPathComponent("ingest"),
+            body: .stream(ConnectRequest.OneShotStream(rows(), length: 15)))
+        let sized = try JSONDecoder().decode(
+            JSONValue.self, from: client.response(for: known, name: "ingest").wait().data)
+        #if canImport(FoundationNetworking)
+            // libcurl cannot be told a stream's length: FoundationNetworking sends every stream in chunks.
+            XCTAssertEqual(sized["chunked"]?.stringValue, "chunked")
+        #else
+            XCTAssertEqual(sized["length"]?.stringValue, "15")
+        #endif
+        XCTAssertEqual(sized["body"]?.stringValue, "row1;row2;row3;")
+        let unknown = ConnectRequest(
+            method: .post, url: apiURL.appendingPathComponent("ingest"),
+            body: .stream(ConnectRequest.OneShotStream(rows())))
+        let chunked = try JSONDecoder().decode(
+            JSONValue.self, from: client.response(for: unknown, name: "ingest").wait().data)
+        XCTAssertEqual(chunked["chunked"]?.stringValue, "chunked")
+        XCTAssertEqual(chunked["body"]?.stringValue, "row1;row2;row3;")
+    }
+
+    /// AsyncHTTPClient's `redirectConfiguration: .follow(max: 2, allowCycles: false)` is `maxRedirects = 2`:
+    /// two hops are followed, a third fails the call with `.transport`; `.disallow` is `maxRedirects = 0`
+    /// (`testJustAPIsNotFollowingARedirect`).
+    func testAsyncHTTPClientARedirectLimit() throws {
+        server.route("GET", "/r/:n") { request in
+            let n = Int(request.pathParameters["n"] ?? "0") ?? 0
+            return n == 0 ? .json(string: #"{"arrived":true}"#) : .redirect(to: "/r/\(n - 1)")
+        }
+        let client = Connect(baseURL: apiURL)
+        var twoHops = RequestOptions()
+        twoHops.maxRedirects = 2
+        let arrived = try client.request(Route("/r/2"), options: twoHops).decoded(toType: JSONValue.self).wait()
+        XCTAssertEqual(arrived["arrived"]?.boolValue, true)
+        XCTAssertThrowsError(try client.request(Route("/r/3"), options: twoHops).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .transport, "\(error)")
+        }
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/r/0"), 1)
+    }
+
+    /// AsyncHTTPClient hands every status to the caller; here a status outside 200..<300 fails the call unless
+    /// `acceptsEveryStatus` is set, and AsyncHTTPClient's `body.collect(upTo:)` is `maxResponseBytes`.
+    func testAsyncHTTPClientEveryStatusAndABodyLimit() throws {
+        server.route("GET", "/missing") { _ in .json(string: #"{"error":"nope"}"#, status: 404) }
+        server.route("GET", "/big") { _ in .data(Data(count: 4_096)) }
+        let client = Connect(baseURL: apiURL)
+        XCTAssertThrowsError(try client.response(for: Route("/missing")).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.statusCode, 404, "\(error)")
+        }
+        let answer = try client.response(for: Route("/missing"), options: RequestOptions(acceptsEveryStatus: true))
+            .wait()
+        XCTAssertEqual(answer.statusCode, 404)
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), #"{"error":"nope"}"#)
+        XCTAssertThrowsError(try client.request(Route("/big"), options: RequestOptions(maxResponseBytes: 1_024)).wait())
+        { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge, "\(error)")
+        }
     }
 }
