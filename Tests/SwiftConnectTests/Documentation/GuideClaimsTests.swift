@@ -381,6 +381,21 @@ final class GuideClaimsTests: XCTestCase {
         }
     }
 
+    /// Alamofire: `responseDecodable(of:decoder:)` is `decoded(toType:decoder:)`, the call's decoder, which wins
+    /// over the client's ``ResponseDecoders``: a date in seconds since 1970 that the default decoder reads as
+    /// seconds since 2001 comes out as written.
+    func testAlamofiresDecoderOfOneCallIsDecodedToTypesDecoder() throws {
+        struct Event: Decodable, Equatable, Sendable { let at: Date }
+        let transport = FakeTransport.answering(.json(string: #"{"at":1700000000}"#))
+        let client = Connect(transport: transport, configuration: ServerConfiguration(baseURL: Self.server))
+        let epoch = JSONDecoder()
+        epoch.dateDecodingStrategy = .secondsSince1970
+        let event = try client.request("/event").decoded(toType: Event.self, decoder: epoch).wait()
+        XCTAssertEqual(event, Event(at: Date(timeIntervalSince1970: 1_700_000_000)))
+        let byDefault = try client.request("/event").decoded(toType: Event.self).wait()
+        XCTAssertEqual(byDefault, Event(at: Date(timeIntervalSinceReferenceDate: 1_700_000_000)))
+    }
+
     /// Konex: plugins at the client's, the connector's and the call's level are told in that order.
     func testPluginsAreToldClientConnectorCall() throws {
         let trail = Recorder<String>()
