@@ -21,12 +21,13 @@ import Foundation
 ///   `Path` that is not absolute is the default path (§5.1.4), the request's directory; a `Secure` cookie set over
 ///   plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http that would replace or shadow a
 ///   `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``), except from a loopback host, which counts as secure
-///   (``isSecure(_:)``); `HttpOnly` is kept as the cookie's `isHTTPOnly` (it
-///   changes nothing in what an HTTP client sends).
+///   (``isSecure(_:)``); `HttpOnly` is kept as the cookie's `isHTTPOnly` (it changes nothing in what an HTTP client
+///   sends).
 /// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
-///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
-///   https (or plain http to a loopback host) only when `Secure`, until it expires; the longest paths first, then the oldest (a cookie that replaced
-///   another keeps that one's creation time, §5.3 step 11.3: ``keepCreationTimes(of:replacing:now:)``).
+///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over https
+///   (or plain http to a loopback host) only when `Secure`, until it expires; the longest paths first, then the oldest
+///   (a cookie that replaced another keeps that one's creation time, §5.3 step 11.3:
+///   ``keepCreationTimes(of:replacing:now:)``).
 ///
 /// - **Bounds** (§6.1, RFC 6265bis's eviction order): ``evictions(toStore:in:now:maxPerDomain:maxTotal:)``. The
 ///   session's storage keeps at most 50 cookies per domain and 3000 in all; a new cookie past a bound evicts expired
@@ -474,14 +475,17 @@ enum CookieRules {
     }
 
     /// Whether `url` is a channel a `Secure` cookie may use: https (or wss), or http (or ws) to a loopback host
-    /// (`LoopbackHost`: `127.0.0.0/8`, `::1`, `localhost` and `*.localhost`). RFC 6265bis leaves "secure" to the
-    /// client, and browsers (Chrome 89, Firefox 75) count loopback origins as secure contexts (W3C Secure Contexts,
-    /// "potentially trustworthy"): a developer's local server over plain http sets and gets its `Secure` session
-    /// cookie, which never leaves the machine. No other plain-http host does.
+    /// (`127.0.0.0/8`, `::1`, `localhost`). RFC 6265bis leaves "secure" to the client, and browsers (Chrome 89,
+    /// Firefox 75) count loopback origins as secure contexts (W3C Secure Contexts, "potentially trustworthy"): a
+    /// developer's local server over plain http sets and gets its `Secure` session cookie, which never leaves the
+    /// machine. No other plain-http host does, `*.localhost` included: a browser resolves those names to loopback
+    /// itself, but the engines leave them to the system's resolver, which may ask DNS and send the cookie elsewhere
+    /// in clear text.
     private static func isSecure(_ url: URL) -> Bool {
         let scheme = url.scheme?.lowercased()
         if scheme == "https" || scheme == "wss" { return true }
-        return (scheme == "http" || scheme == "ws") && LoopbackHost.contains(url)
+        guard scheme == "http" || scheme == "ws", LoopbackHost.contains(url) else { return false }
+        return ComparableHost.of(url, droppingTrailingDot: true)?.hasSuffix(".localhost") != true
     }
 
     private static func trimmed(_ text: Substring) -> String {
