@@ -6,11 +6,12 @@ import Foundation
 
 /// How an ``EventSource`` reconnects, as a browser's `EventSource` does.
 public struct EventSourceReconnection: Sendable, Hashable {
-    /// The wait before reconnecting, until the server sets another with a `retry:` field (half a second at least,
-    /// as Firefox keeps it, and an hour at most, or this delay when longer; a value not all ASCII digits is ignored).
-    /// Defaults to 3 s, the WHATWG default. Every reconnection waits 0.01 s at least, a delay of 0 included: a server that sends one event per connection and closes is not called in a loop. Each
-    /// reconnection after the first in a row without an event waits twice as long as the one before (a delay of 0:
-    /// 0.02 s, then 0.04 s…), up to 30 s (or this delay, when longer).
+    /// The wait before reconnecting, until the server sets another with a `retry:` field (half a second at least, as
+    /// Firefox keeps it, and an hour at most, or this delay when longer; a value not all ASCII digits is ignored).
+    /// Defaults to 3 s, the WHATWG default. Every reconnection waits 0.01 s at least, a delay of 0 included: a server
+    /// that sends one event per connection and closes is not called in a loop. Each reconnection after the first in a
+    /// row without an event waits twice as long as the one before (a delay of 0: 0.02 s, then 0.04 s…), up to 30 s (or
+    /// this delay, when longer).
     public var delay: TimeInterval
     /// The most reconnections in a row without an event received in between; `nil` (the default) for no limit. One
     /// below 0 counts as 0: no reconnection.
