@@ -195,6 +195,33 @@ public struct ConnectResponse: Sendable {
     /// - Returns: The value, or `nil` when absent.
     public func header(_ name: String) -> String? { storedHead.value(of: name) }
 
+    /// Decodes the body into `type`, for when you want the status or headers too: a `Link` header beside the page
+    /// it describes, or a response of a request built as a ``ConnectRequest``.
+    ///
+    /// ```swift
+    /// connect.response(for: TodoConnector.list()).map { response in
+    ///     (todos: try response.decoded(as: [Todo].self), next: response.header("Link"))
+    /// }
+    /// ```
+    ///
+    /// Without a `decoder`, the decoder is chosen for the response's `Content-Type` from
+    /// ``ResponseDecoders/default`` (JSON). The ``ResponseDecoders`` you gave a client are not known to its
+    /// responses: pass `decoder: decoders.decoder(for: response.mediaType)`, or decode the body future
+    /// (``Future/decoded(toType:decoder:)``), which knows them. Empty bodies, charsets and failures are as for
+    /// ``Future/decoded(toType:decoder:)``.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - decoder: The decoder to use whatever the content type; `nil` (the default) chooses by content type.
+    /// - Returns: The decoded value.
+    /// - Throws: A ``ConnectError`` of kind ``ConnectError/Kind/decoding`` with the coding path, an excerpt of the
+    ///   body, the request and the response.
+    public func decoded<Decoded: Decodable>(
+        as type: Decoded.Type = Decoded.self, decoder: (any ResponseBodyDecoder)? = nil
+    ) throws -> Decoded {
+        try decodeBody(data, as: type, with: decoder ?? ResponseDecoders.default.decoder(for: self), response: self)
+    }
+
     /// The media type of the body, lowercased and without parameters (`application/json`), if declared.
     public var mediaType: String? {
         header("Content-Type").map(ConnectResponse.mediaType(of:))
