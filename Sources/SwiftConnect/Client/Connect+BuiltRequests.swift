@@ -119,7 +119,7 @@ extension Connect {
         }
         var context = RequestContext(
             method: request.method, connectorName: name, options: contextDefaults.merged(with: requestOptions),
-            logger: logger)
+            logger: logger.forCall())
         context.transfer = transfer
         context.cacheRuleIsClientWide = isClientWideCacheRule(under: requestOptions)
         context.isForServer = isForServer

@@ -543,6 +543,8 @@ extension Connect {
         bodyIsReplaced: Bool = false,
         adjust: ((inout ConnectRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Exchange {
+        // Asked here, on the caller's thread and task: some of the call's lines are written on the engine's threads.
+        let logger = logger.forCall()
         // Read before anything of the call runs: a cancelAllRequests() from another thread while the request is
         // built, or while `adjust` writes an upload's body file, has to reach this call too.
         let cancellationsBefore = inFlight.cancellations
@@ -656,7 +658,9 @@ extension Connect {
                     pathTemplate: Redaction.urlText(pathTemplate() ?? ""), request: request),
                 observers: settings.observers)
         }
-        if debugResponse { logger.log(.debug, DebugOutput.request(request.urlRequest, redacting: redactsSecrets)) }
+        if debugResponse {
+            context.logger.log(.debug, DebugOutput.request(request.urlRequest, redacting: redactsSecrets))
+        }
         let chain =
             context.options.isEmpty || !context.options.addsStages
             ? self.chain
@@ -666,8 +670,8 @@ extension Connect {
         let sent = RetryingCall.start(
             request, context: context, policy: appliedRetryPolicy, errorHandler: errorHandler, send: chain.send)
         var check = ResponseCheck(
-            request: request, errorHandler: errorHandler, validators: all.validators,
-            processors: all.processors, debugLogger: debugResponse ? logger : nil, redactsSecrets: redactsSecrets)
+            request: request, errorHandler: errorHandler, validators: all.validators, processors: all.processors,
+            debugLogger: debugResponse ? context.logger : nil, redactsSecrets: redactsSecrets)
         check.acceptsEveryStatus = context.options.acceptsEveryStatus == true
         var exchange = Exchange(sent: sent, check: check)
         if check.waits {

@@ -44,6 +44,22 @@ public protocol ConnectLogger: Sendable {
     ///   - level: How important the message is.
     ///   - message: The text, already redacted of secrets unless redaction was turned off.
     func log(_ level: LogLevel, _ message: String)
+
+    /// Returns the logger that writes every line of one call.
+    ///
+    /// SwiftConnect asks for it once per call, when the call starts, on the caller's thread and task, and writes each
+    /// of the call's lines through it: the debug output, the retry loop's notes, and what middlewares log through
+    /// ``RequestContext/logger``. Some of those lines are written later on the transport's threads, where the caller's
+    /// task locals are gone: read them here (a trace ID for a logging system's metadata) and keep them in the
+    /// returned logger.
+    ///
+    /// - Returns: The call's logger. The default is `self`.
+    func forCall() -> any ConnectLogger
+}
+
+extension ConnectLogger {
+    /// Returns `self`: a logger that reads nothing of the caller's context writes a call's lines as it is.
+    public func forCall() -> any ConnectLogger { self }
 }
 
 /// The default logger: writes each message as one line (or block) to standard error.

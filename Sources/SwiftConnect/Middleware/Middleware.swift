@@ -112,7 +112,8 @@ public struct RequestContext: Sendable {
     /// ``RequestOptionKey`` are included (`isRetrySafe`, `cache`, `connectivity`, `requiresAuthentication`,
     /// `acceptsEveryStatus`, `maxRedirects` and your stages' own), where the connector and the call leave them unset.
     public var options: RequestOptions
-    /// The logger of the client sending the request.
+    /// The call's logger: the one the client's logger gave for this call (``ConnectLogger/forCall()``), asked for once
+    /// as the call started, on the caller's side.
     public var logger: any ConnectLogger
     /// Whether the request goes to the client's server: the scheme, host and port of its ``ServerConfiguration``,
     /// or any URL for a client that has none. Credentials that are the server's go only where this is `true`:
