@@ -20,10 +20,10 @@ let swiftConnectSource = "SwiftConnect"
 /// Each line's `source` is `SwiftConnect`. Its `file`, `function` and `line` are this bridge's: the library does not
 /// say where in it a message was written.
 ///
-/// The logger's metadata provider is read as each line is written, as for any swift-log line. The request's debug
-/// output is written on the task that makes the call, but the outcome's, and the retry loop's notes, on the engine's
-/// threads, where a provider that reads task locals (a trace ID) finds none of that task's: ``LoggingObserver``'s
-/// lines carry them.
+/// The logger's metadata provider is read once for each call, on the task that makes it (``forCall()``), and what it
+/// gives (a trace ID read from a task local) is on every line of that call, though the outcome's debug output and the
+/// retry loop's notes are written on the engine's threads, where the provider would find none of that task's values.
+/// A line written outside a call reads the provider as it is written, as for any swift-log line.
 public struct SwiftLogConnectLogger: ConnectLogger {
     /// Where the lines go.
     public let logger: Logger
@@ -38,6 +38,18 @@ public struct SwiftLogConnectLogger: ConnectLogger {
     /// Logs `message` at the swift-log level of the same name.
     public func log(_ level: LogLevel, _ message: String) {
         logger.log(level: Self.level(of: level), "\(message)", source: swiftConnectSource)
+    }
+
+    /// Returns the logger of one call: this one, with what its metadata provider gives now, on the task that makes
+    /// the call, as metadata of its own in place of the provider, so that the call's lines written on the engine's
+    /// threads carry it too. A line's own metadata still wins over it, and the provider is not read again for the
+    /// call's lines. Without a provider, the logger itself.
+    public func forCall() -> any ConnectLogger {
+        guard let provider = logger.metadataProvider else { return self }
+        var logger = logger
+        for (key, value) in provider.get() { logger[metadataKey: key] = value }
+        logger.handler.metadataProvider = nil
+        return SwiftLogConnectLogger(logger)
     }
 
     /// The swift-log level of a SwiftConnect level.

@@ -121,6 +121,50 @@ final class SwiftLogConnectLoggerTests: LoggingTestCase {
                 values.contains { $0.contains("FORGED") || $0.contains("\n") || $0.contains("\r") }, "\(values)")
         }
     }
+
+    /// Each line of a call carries what the logger's metadata provider gives on the task that makes the call (a trace
+    /// ID read from a task local), the lines written on the engine's threads too: the failed outcome's debug output
+    /// and the retry loop's note that a one-shot body is not sent again. The provider is read once per call.
+    func testEachLineOfACallCarriesTheProvidersMetadataOfTheCallersTask() throws {
+        // Given: a logger whose provider reads a task-local request ID and counts its reads
+        server.route("GET", "/todos/7") { _ in .json(string: #"{"error":"down"}"#, status: 500) }
+        server.route("PUT", "/files/1") { _ in LocalServer.Response.status(503).withHeader("Retry-After", "0") }
+        let recorder = RecordingLogHandler()
+        let reads = Locked(0)
+        var logger = Logger(label: "tests") { _ in recorder }
+        logger.logLevel = .trace
+        logger.handler.metadataProvider = Logger.MetadataProvider {
+            reads.withLock { $0 += 1 }
+            return RequestID.current.map { ["request.id": .string($0)] } ?? [:]
+        }
+        let connect = Connect(
+            retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(logger: SwiftLogConnectLogger(logger)))
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("made as it goes".utf8))
+            continuation.finish()
+        }
+        let upload = ConnectRequest(
+            method: .put, url: server.baseURL.appendingPathComponent("files/1"),
+            body: .stream(ConnectRequest.OneShotStream(chunks)))
+
+        // When: a failed call with debug output, and a call whose one-shot body is not retried, each with an ID
+        try RequestID.$current.withValue("r-42") {
+            XCTAssertThrowsError(try connect.request(GetTodo(baseURL: server.baseURL), debugResponse: true).wait())
+        }
+        try RequestID.$current.withValue("r-43") {
+            let response = try connect.response(for: upload, options: RequestOptions(acceptsEveryStatus: true)).wait()
+            XCTAssertEqual(response.statusCode, 503)
+        }
+
+        // Then: the request's and the outcome's debug output, then the note, each with its call's ID
+        let events = recorder.events
+        XCTAssertEqual(events.count, 3, "\(events.map(\.message))")
+        XCTAssertEqual(events.map { $0.metadata?["request.id"] }, ["r-42", "r-42", "r-43"])
+        XCTAssertTrue(events.last.map { "\($0.message)".contains("not retried after attempt 1") } ?? false)
+        // Once for each call, on its caller's task: no line reads it again
+        XCTAssertEqual(reads.withLock { $0 }, 2)
+    }
 }
 
 /// A `LogHandler` that keeps every event whole (source, file, function and line too), for the tests that read them.
