@@ -60,8 +60,9 @@ final class ReadmeExamplesTests: XCTestCase {
 
         let body = try await bytes.value
         let (typedTodo, sentTodo) = (try await typed.value, try await sent.value)
-        let status = try await response.value.statusCode
-        XCTAssertEqual(try await response.value.decoded(as: Todo.self), todo)
+        let whole = try await response.value
+        let status = whole.statusCode
+        XCTAssertEqual(try whole.decoded(as: Todo.self), todo)
         let written = try await file.value
         XCTAssertEqual(try JSONDecoder().decode(Todo.self, from: body), todo)
         XCTAssertEqual(typedTodo, todo)
