@@ -322,9 +322,12 @@ final class BlockingChunkReader: Sendable {
     private let state = Protected(State())
     private let ready = DispatchSemaphore(value: 0)
     private let chunks: RequestBodyChunks
+    /// Counts the body in flight until it ends, fails or is cancelled (the start of other tasks depends on it).
+    private let claim: StreamedBodyClaim?
 
-    init(_ chunks: RequestBodyChunks) {
+    init(_ chunks: RequestBodyChunks, claim: StreamedBodyClaim? = nil) {
         self.chunks = chunks
+        self.claim = claim
     }
 
     /// The next chunk, `nil` at the end: blocks the calling thread until the chunk is there. Never call it from a
@@ -345,12 +348,14 @@ final class BlockingChunkReader: Sendable {
         if start { startFetching() }
         demand?.resume(returning: true)
         ready.wait()
-        return state.withLock { state in
+        let fetched = state.withLock { state in
             let fetched = state.fetched ?? state.end ?? .success(nil)
             state.fetched = nil
             if case .success(.some) = fetched {} else { state.end = fetched }
             return fetched
         }
+        if case .success(.some) = fetched {} else { claim?.release() }
+        return fetched
     }
 
     /// Stops reading: a read waiting now or later fails with a cancellation, and the chunks are let go.
@@ -363,6 +368,7 @@ final class BlockingChunkReader: Sendable {
             }
             return (state.demand, state.task, state.end != nil)
         }
+        claim?.release()
         demand?.resume(returning: false)
         task?.cancel()
         // A read waiting for a chunk the task will never fetch.

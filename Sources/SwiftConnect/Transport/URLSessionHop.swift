@@ -51,7 +51,8 @@ struct URLSessionHopEngine: HTTPEngine {
         let bodyReader: BlockingChunkReader?
         let failed = Protected<(@Sendable () -> Void)?>(nil)
         if case .stream(let chunks, let length) = hop.body {
-            let reader = BlockingChunkReader(chunks)
+            // Counted while it is read: other tasks then start off their caller (Linux).
+            let reader = BlockingChunkReader(chunks, claim: StreamedBodyClaim())
             bodyReader = reader
             request.httpBodyStream = RequestBodyChunks.inputStream(reader, onFailure: { failed.snapshot?() })
             // The length the core holds the stream to, as the field URLSession can send beside a stream (none on
@@ -75,7 +76,7 @@ struct URLSessionHopEngine: HTTPEngine {
             ? URLSession(configuration: transport.session.configuration, delegate: taskDelegate, delegateQueue: nil)
             : transport.session
         if isolated { transport.isolatedSessionsMade.withLock { $0 += 1 } }
-        // Creating a task can wait for another request's body stream (Linux): not on a thread of Swift's pool.
+        // Creating a task can wait for a request's body stream (Linux): then not on a thread of Swift's pool.
         let task: URLSessionTask = await transport.madeOffTheCaller { [request, body = hop.body] in
             if case .file(let url, _) = body { return session.uploadTask(with: request, fromFile: url) }
             return session.dataTask(with: request)

@@ -53,8 +53,12 @@ public final class URLSessionTransport: Transport {
     /// credential store (which the delegate holds too) show their secrets to `dump` and `Mirror`.
     private let reflectionHidden: Unreflected<(session: URLSession, delegate: SessionDelegate?)>
     /// Where requests started while a response is being delivered are handed to URLSession (see
-    /// ``CompletionContext``), and on Linux where every task is created and resumed (``startOffTheCaller(_:)``).
+    /// ``CompletionContext``), and on Linux where tasks are created and resumed while a streamed request body is in
+    /// flight (``startOffTheCaller(_:)``).
     let submissionQueue = DispatchQueue(label: "SwiftConnect.URLSessionTransport.submission")
+    /// Starts handed to ``submissionQueue`` that have not run yet: while there are any, a task started on Linux
+    /// goes after them (``startsOffTheCaller``).
+    let queuedStarts = Protected(0)
     /// Plain requests started and not yet answered: with none, URLSession's work queue is idle and a request
     /// started from a delivery goes straight to it.
     private let plainInFlight = Protected(0)
@@ -342,27 +346,19 @@ public final class URLSessionTransport: Transport {
     }
 
     /// A plain exchange, with URLSession's completion handler: started at once, or from ``submissionQueue``
-    /// when the caller is delivering another response (``CompletionContext``), and always from it on Linux.
+    /// when the caller is delivering another response (``CompletionContext``) or, on Linux, while a streamed request
+    /// body is in flight (``startOffTheCaller(_:)``).
     private func sendWithCompletionHandler(_ request: URLRequest, observation: CallObservation?) -> Future<
         ConnectResponse
     > {
         let promise = Promise<ConnectResponse>()
         // Armed now: the timeout counts from the caller's send, also while the task waits for its turn.
         let deadline = PlainExchangeDeadline(seconds: timeout(of: request), request: request, promise: promise)
-        if Self.startsTasksOffTheCaller {
-            // Creating and resuming a task can wait for another request's body stream (Linux): off the caller.
-            startOffTheCaller { [self] in
-                // Cancelled or timed out while waiting: never started.
-                guard !promise.future.isCompleted else { return }
-                startDataTask(request, promise: promise, observation: observation, deadline: deadline)
-            }
-            return promise.future
-        }
-        guard CompletionContext.isDelivering, plainInFlight.snapshot > 0 else {
+        guard startsOffTheCaller || (CompletionContext.isDelivering && plainInFlight.snapshot > 0) else {
             startDataTask(request, promise: promise, observation: observation, deadline: deadline)
             return promise.future
         }
-        submissionQueue.async { [self] in
+        startFromSubmissionQueue { [self] in
             // Cancelled or timed out while waiting: never started.
             guard !promise.future.isCompleted else { return }
             startDataTask(request, promise: promise, observation: observation, deadline: deadline)

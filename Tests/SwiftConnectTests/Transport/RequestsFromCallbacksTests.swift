@@ -53,8 +53,9 @@ final class RequestsFromCallbacksTests: XCTestCase {
         return chained
     }
 
-    /// Sends `/slow` and `/gated` (neither answered yet), then holds `transport`'s submission queue. On Linux every
-    /// task starts from that queue (`URLSessionTransport.startOffTheCaller`): both are let through it first.
+    /// Sends `/slow` and `/gated` (neither answered yet), then holds `transport`'s submission queue. On Linux a task
+    /// starts from that queue while a streamed body is in flight (`URLSessionTransport.startOffTheCaller`): both are
+    /// let through it first.
     private func inFlightWithSubmissionsHeld(
         on transport: URLSessionTransport
     ) -> (slow: Future<ConnectResponse>, gated: Future<ConnectResponse>) {
@@ -168,7 +169,7 @@ final class RequestsFromCallbacksTests: XCTestCase {
         _ = try slow.wait(timeout: 30)
     }
 
-    /// A plain task started after its caller cancelled (on Linux every task starts later, from the submission queue,
+    /// A plain task started after its caller cancelled (on Linux a task can start later, from the submission queue,
     /// so a cancellation can land between the queue's check and the start): the cancellation finds the deadline
     /// armed and disarms it, instead of the deadline being armed after it, holding the request until it fires.
     func testAPlainTaskStartedAfterItsCallerCancelledLeavesNoDeadlineArmed() throws {
@@ -189,27 +190,21 @@ final class RequestsFromCallbacksTests: XCTestCase {
     func testWithNothingElseInFlightARequestFromACallbackStartsAtOnce() throws {
         // The submission queue is held: a request that went through it would never complete.
         let transport = URLSessionTransport()
+        // On Linux too: no streamed body is in flight (`URLSessionTransport.startOffTheCaller`).
         transport.submissionQueue.suspend()
+        defer { transport.submissionQueue.resume() }
         let second = request("chained")
         let chained = transport.send(request("small")).flatMap { _ in transport.send(second) }
-        if URLSessionTransport.startsTasksOffTheCaller {
-            // On Linux every task starts from that queue (`startOffTheCaller`), so no caller waits for URLSession's
-            // work queue, which a streamed body can hold (`SlowStreamBodyTests`): nothing goes until it runs.
-            assertNotStarted(chained, path: "/small", "a request started with the submission queue held")
-        }
-        transport.submissionQueue.resume()
         XCTAssertEqual(try text(chained).wait(timeout: 30), "chained")
     }
 
     func testTransfersFromACallbackDoNotWaitForTheSubmissionQueue() throws {
         // A transfer runs through the core's exchange, which starts its hop from a task of its own, never from the
         // caller's thread (here a delivery's callback): it needs no submission queue, and completes with it held.
-        // On Linux the hop creates and resumes its task from that queue (`startOffTheCaller`), off Swift's pool:
-        // there the transfer from a callback is shown to complete with the queue running.
+        // On Linux too: no streamed body is in flight (`URLSessionTransport.startOffTheCaller`).
         let transport = URLSessionTransport()
-        let holds = !URLSessionTransport.startsTasksOffTheCaller
-        if holds { transport.submissionQueue.suspend() }
-        defer { if holds { transport.submissionQueue.resume() } }
+        transport.submissionQueue.suspend()
+        defer { transport.submissionQueue.resume() }
         let limited = TransferOptions(maxResponseBytes: 1 << 20)
         let third = request("after")
 

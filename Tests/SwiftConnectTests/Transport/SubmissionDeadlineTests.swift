@@ -8,22 +8,26 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// A request's timeout counts from when its caller sent it, also while its task waits to start: on Linux every task
-/// of `URLSessionTransport` is created and resumed from the transport's submission queue, which can wait for
-/// FoundationNetworking's work queue (`SlowStreamBodyTests`). A request whose deadline passes meanwhile fails timed
-/// out, and its task is never resumed.
+/// A request's timeout counts from when its caller sent it, also while its task waits to start: on Linux, while a
+/// streamed request body is in flight, a task of `URLSessionTransport` is created and resumed from the transport's
+/// submission queue, which can wait for FoundationNetworking's work queue (`SlowStreamBodyTests`). A request whose
+/// deadline passes meanwhile fails timed out, and its task is never resumed.
 final class SubmissionDeadlineTests: XCTestCase {
     private var server: LocalServer!
+    /// A streamed body counted as in flight for each test: tasks start from the submission queue.
+    private var streamInFlight: StreamedBodyClaim?
 
     override func setUpWithError() throws {
         try XCTSkipUnless(
             URLSessionTransport.startsTasksOffTheCaller, "tasks start on the caller's thread: nothing waits")
+        streamInFlight = StreamedBodyClaim()
         server = try LocalServer.started()
         server.route("GET", "/held") { _ in .text("held") }
         server.route("GET", "/after") { _ in .text("after") }
     }
 
     override func tearDown() {
+        streamInFlight?.release()
         server?.stop()
     }
 

@@ -331,14 +331,22 @@ extension URLSessionTransport {
 // MARK: - A body stream waiting for its producer holds every thread that starts a task
 
 extension URLSessionTransport {
-    /// Whether tasks are created and resumed off the caller, on the transport's ``submissionQueue`` (Linux).
+    /// Whether tasks may have to be created and resumed off the caller, on the transport's ``submissionQueue``: on
+    /// Linux, while a streamed request body is in flight (``StreamedBodyClaim``).
     #if canImport(FoundationNetworking)
         static let startsTasksOffTheCaller = true
     #else
         static let startsTasksOffTheCaller = false
     #endif
 
-    /// Runs `start`, which creates or resumes a task: on Linux later, on ``submissionQueue``; elsewhere at once.
+    /// Whether a task started now must start off the caller: a streamed request body is in flight in the process
+    /// (Linux), or tasks handed to ``submissionQueue`` earlier have not all started (they keep their order).
+    var startsOffTheCaller: Bool {
+        Self.startsTasksOffTheCaller && (StreamedBodyClaim.inFlight.snapshot > 0 || queuedStarts.snapshot > 0)
+    }
+
+    /// Runs `start`, which creates or resumes a task: later, on ``submissionQueue``, when ``startsOffTheCaller``;
+    /// otherwise at once.
     ///
     /// Defect: creating a task and `resume()` wait for the one serial queue that every session of the process
     /// works on (`workQueue.sync`), and a streamed request body waiting for its producer's next chunk holds that
@@ -347,20 +355,58 @@ extension URLSessionTransport {
     /// concurrency pool, which the producer itself needs. Off the caller, on the transport's serial queue, one
     /// thread per transport at most waits there, and its requests are started in the order they were sent; they are
     /// still answered only once URLSession's queue is free (no way around that through FoundationNetworking's API).
-    /// Each request pays one dispatch.
     ///
-    /// Tests: `SlowStreamBodyTests`, `RequestsFromCallbacksTests`.
+    /// Only while a streamed body is in flight: a hand-off per request costs a thread switch, which took sequential
+    /// plain requests on loopback from 1.07–1.22× raw URLSession's rate to 0.99× (BENCHMARKS.md). A stream counts
+    /// from when its hop is made, before its task exists, so a request that started on its caller is normally in
+    /// URLSession's hands before any stream can wait for its producer; one whose check came just before a stream's
+    /// hop was made can still meet that wait (microseconds against the milliseconds a stream takes to be read).
+    ///
+    /// Tests: `SlowStreamBodyTests`, `RequestsFromCallbacksTests`, `SubmissionDeadlineTests`.
     func startOffTheCaller(_ start: @escaping @Sendable () -> Void) {
-        guard Self.startsTasksOffTheCaller else { return start() }
-        submissionQueue.async(execute: start)
+        guard startsOffTheCaller else { return start() }
+        startFromSubmissionQueue(start)
     }
 
-    /// What `make` makes (a task), made as ``startOffTheCaller(_:)`` starts: off the caller on Linux.
-    func madeOffTheCaller<Made: Sendable>(_ make: @escaping @Sendable () -> Made) async -> Made {
-        guard Self.startsTasksOffTheCaller else { return make() }
-        return await withCheckedContinuation { continuation in
-            submissionQueue.async { continuation.resume(returning: make()) }
+    /// Runs `start` on ``submissionQueue``, after every start handed to it before.
+    func startFromSubmissionQueue(_ start: @escaping @Sendable () -> Void) {
+        queuedStarts.withLock { $0 += 1 }
+        submissionQueue.async { [queuedStarts] in
+            start()
+            queuedStarts.withLock { $0 -= 1 }
         }
+    }
+
+    /// What `make` makes (a task), made as ``startOffTheCaller(_:)`` starts.
+    func madeOffTheCaller<Made: Sendable>(_ make: @escaping @Sendable () -> Made) async -> Made {
+        guard startsOffTheCaller else { return make() }
+        return await withCheckedContinuation { continuation in
+            startFromSubmissionQueue { continuation.resume(returning: make()) }
+        }
+    }
+}
+
+/// One streamed request body in flight over URLSession: counted in ``inFlight`` from when its hop is made until the
+/// body is read to its end, fails, or is let go (``release()``, at most once). While any is counted, tasks start off
+/// their caller on Linux (``URLSessionTransport/startOffTheCaller(_:)``).
+final class StreamedBodyClaim: Sendable {
+    /// The streamed bodies in flight in the process.
+    static let inFlight = Protected(0)
+    private let released = Protected(false)
+
+    init() {
+        Self.inFlight.withLock { $0 += 1 }
+    }
+
+    deinit { release() }
+
+    /// The body is over: no longer counted. Later calls do nothing.
+    func release() {
+        let first = released.withLock { released in
+            defer { released = true }
+            return !released
+        }
+        if first { Self.inFlight.withLock { $0 -= 1 } }
     }
 }
 
