@@ -73,9 +73,10 @@ extension Connect {
         var request = request
         var transfer = TransferOptions(
             maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes, progress: all.progress)
-        transfer.streaming = streaming
+        transfer.streaming = streaming?.takingIdleTimeout(all.idleTimeout)
         transfer.streamedBodies = bodies
         transfer.maxRedirects = all.maxRedirects
+        transfer.idleTimeout = TransferOptions.usableIdleTimeout(all.idleTimeout)
         let isForServer = self.isForServer(request.url)
         // The request's own fields win over every default; the call's options' headers win over the request's.
         let defaults =
@@ -116,6 +117,11 @@ extension Connect {
                     sent: Future(error: redactsSecrets ? error : ConnectError.showingSecrets(error)), check: nil)
             }
             request.timeoutInterval = deadline
+        }
+        if let idle = all.idleTimeout, !(idle > 0) {
+            let error = ConnectError.invalidIdleTimeout(idle, sent: request)
+            return Exchange(
+                sent: Future(error: redactsSecrets ? error : ConnectError.showingSecrets(error)), check: nil)
         }
         var context = RequestContext(
             method: request.method, connectorName: name, options: contextDefaults.merged(with: requestOptions),

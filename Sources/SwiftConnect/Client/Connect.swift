@@ -559,6 +559,7 @@ extension Connect {
             progress: all.progress
         )
         transfer.maxRedirects = all.maxRedirects
+        transfer.idleTimeout = TransferOptions.usableIdleTimeout(all.idleTimeout)
         let traits = ConnectorTraits.of(type(of: connector))
         let blueprint: RequestBlueprint
         let isForServer: Bool
@@ -595,6 +596,9 @@ extension Connect {
                     throw ConnectError.invalidRequest(.invalidTimeout(deadline), sent: request)
                 }
                 request.timeoutInterval = deadline
+            }
+            if let idle = all.idleTimeout, !(idle > 0) {
+                throw ConnectError.invalidIdleTimeout(idle, sent: request)
             }
             try adjust?(&request, &transfer)
         } catch {

@@ -9,8 +9,8 @@ import Foundation
 /// - **plugins** are told about each attempt in that order.
 /// - **validators** check a successful response in that order; the first that throws fails the request.
 /// - **processors** transform the body in that order, each seeing the previous one's output, before decoding.
-/// - **isRetrySafe**, **cache**, **timeout**, **maxResponseBytes**, **maxRedirects**, **progress** and
-///   **connectivity**: the most
+/// - **isRetrySafe**, **cache**, **timeout**, **idleTimeout**, **maxResponseBytes**, **maxRedirects**, **progress**
+///   and **connectivity**: the most
 ///   specific level that sets them wins (call, then connector, then the client's defaults for the request's
 ///   method, ``Connect/Settings/methodOptions``, then client).
 /// - **headers**: by name, the most specific level wins, in the same order; a connector's own ``Connector/headers``
@@ -186,6 +186,35 @@ public struct RequestOptions: Sendable {
         get { storage.values.timeout }
         set { update { $0.timeout = newValue } }
     }
+    /// The longest the network may stay quiet during an attempt, in seconds: while the request goes out and the
+    /// response head is awaited, and between two pieces of the response body. Every piece that arrives starts the
+    /// clock again, as URLSession's `timeoutIntervalForRequest` and AsyncHTTPClient's `readTimeout` do, so a large
+    /// download over a slow network needs a long ``timeout`` (the whole call) but only a short idle timeout, which
+    /// catches a connection that stalls long before that deadline. `nil` leaves it to the level above, and at the
+    /// top to none.
+    ///
+    /// ```swift
+    /// let options = RequestOptions(timeout: 3600, idleTimeout: 30)  // an hour in all, 30 s without a byte at most
+    /// let file = try await connect.download(VideoConnector.movie(id: 7), to: destination, options: options).value
+    /// ```
+    ///
+    /// When it passes, the attempt fails with ``ConnectError/Kind/timedOut``, its message naming `idleTimeout` and
+    /// the seconds, and its transfer is stopped (the connection closed, a download's partial file removed); the
+    /// ``RetryPolicy`` may send the request again as after any timeout, each attempt with its clock of its own.
+    /// Sending the request counts as activity as far as the engine reports the bytes it hands to the connection
+    /// (``URLSessionTransport`` and `AsyncHTTPClientTransport` report each piece); the clock starts when the request
+    /// is handed to the engine, so an engine that reports nothing of its upload has a slow upload count as quiet.
+    ///
+    /// Applied by the core's exchange, the same on ``URLSessionTransport`` over its own session (a call with an idle
+    /// timeout takes the exchange's path, not URLSession's completion handler), on `AsyncHTTPClientTransport` and on
+    /// every engine; a ``Transport`` of your own, or one over an app's `URLSession`, applies none. A streamed call
+    /// (``Connect/stream(_:options:streaming:)``) takes it as its ``StreamingOptions/idleTimeout`` when that is
+    /// `nil`; when both are set, the stream's wins. Zero, a negative value or NaN fails the call with
+    /// ``ConnectError/InvalidRequestReason/invalidTimeout(_:)``, nothing sent; `.infinity` sets none.
+    public var idleTimeout: TimeInterval? {
+        get { storage.values.idleTimeout }
+        set { update { $0.idleTimeout = newValue } }
+    }
     /// Receives upload and download progress, in order; the last report comes before the future completes (after a
     /// cancellation or the deadline no report starts, though one already running on another thread then may end after
     /// the caller hears of it). No report repeats the one before it, and the response body's end
@@ -212,12 +241,14 @@ public struct RequestOptions: Sendable {
         var progress: (@Sendable (TransferProgress) -> Void)?
         var headers: [HTTPHeader] = []
         var timeout: TimeInterval?
+        var idleTimeout: TimeInterval?
         /// The values of stages, built-in or a user's, by key.
         var keyed: [ObjectIdentifier: KeyedValue] = [:]
 
         var isEmpty: Bool {
             middlewares.isEmpty && plugins.isEmpty && validators.isEmpty && processors.isEmpty
-                && maxResponseBytes == nil && progress == nil && headers.isEmpty && timeout == nil && keyed.isEmpty
+                && maxResponseBytes == nil && progress == nil && headers.isEmpty && timeout == nil
+                && idleTimeout == nil && keyed.isEmpty
         }
     }
 
@@ -288,6 +319,9 @@ public struct RequestOptions: Sendable {
     ///     (see ``acceptsEveryStatus``); `nil` leaves it to the level above.
     ///   - headers: Headers, replacing those of the same name from the levels above.
     ///   - timeout: The call's deadline in seconds; `nil` leaves it to the level above (see ``timeout``).
+    ///   - idleTimeout: The longest the network may stay quiet during an attempt, in seconds; `nil` leaves it to
+    ///     the level above (see ``idleTimeout``). `RequestOptions(timeout: 3600, idleTimeout: 30)` gives a large
+    ///     download an hour in all, but fails it after 30 s without a byte.
     public init(
         middlewares: [any Middleware] = [],
         plugins: [any ConnectPlugin] = [],
@@ -301,11 +335,13 @@ public struct RequestOptions: Sendable {
         requiresAuthentication: Bool? = nil,
         acceptsEveryStatus: Bool? = nil,
         headers: [HTTPHeader] = [],
-        timeout: TimeInterval? = nil
+        timeout: TimeInterval? = nil,
+        idleTimeout: TimeInterval? = nil
     ) {
         var values = Values(
             middlewares: middlewares, plugins: plugins, validators: validators, processors: processors,
-            maxResponseBytes: maxResponseBytes, progress: progress, headers: headers, timeout: timeout)
+            maxResponseBytes: maxResponseBytes, progress: progress, headers: headers, timeout: timeout,
+            idleTimeout: idleTimeout)
         Self.set(isRetrySafe, for: RetrySafety.self, in: &values)
         Self.set(cache, for: CacheRuleOption.self, in: &values)
         Self.set(connectivity, for: ConnectivityPolicyOption.self, in: &values)
@@ -357,6 +393,7 @@ public struct RequestOptions: Sendable {
                     progress: later.progress ?? earlier.progress,
                     headers: earlier.headers + later.headers,
                     timeout: later.timeout ?? earlier.timeout,
+                    idleTimeout: later.idleTimeout ?? earlier.idleTimeout,
                     keyed: keyed)))
     }
 

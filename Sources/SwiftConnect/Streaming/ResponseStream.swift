@@ -341,7 +341,7 @@ extension Connect {
         let bodies = StreamedBodies()
         let exchange = exchange(connector, debugResponse: false, options: options) { request, transfer in
             adjust(&request)
-            transfer.streaming = streaming
+            transfer.streaming = streaming.takingIdleTimeout(transfer.idleTimeout)
             transfer.streamedBodies = bodies
         }
         return trackingBody(

@@ -55,6 +55,11 @@ public struct TransferOptions: Sendable {
     /// The most redirects the core's exchange follows for the request (``RequestOptions/maxRedirects``): `0` follows
     /// none; `nil` for the default, 20.
     var maxRedirects: Int?
+    /// The longest the network may stay quiet during the exchange, in seconds (``RequestOptions/idleTimeout``): the
+    /// core's exchange fails with ``ConnectError/Kind/timedOut`` when no byte is reported sent and none of the answer
+    /// arrives for so long. `nil` for none; a streamed answer has its own (``StreamingOptions/idleTimeout``), which
+    /// the exchange leaves to the client. Not a plain request's: URLSession's completion handler cannot watch pieces.
+    var idleTimeout: TimeInterval?
     /// Where a streamed call notes the bodies its transport answered with (`MiddlewareChain`), so that those its
     /// caller never gets stop when the call fails; `nil` outside ``Connect/stream(_:options:streaming:)``.
     var streamedBodies: StreamedBodies?
@@ -88,7 +93,7 @@ public struct TransferOptions: Sendable {
     /// Whether nothing beyond a plain in-memory exchange is asked for.
     var isPlain: Bool {
         bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil
-            && maxRedirects == nil
+            && maxRedirects == nil && idleTimeout == nil
     }
 
     /// The most body bytes a transport takes of a response with `statusCode` before it fails the request, or `nil`

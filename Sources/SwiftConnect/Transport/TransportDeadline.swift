@@ -6,7 +6,8 @@ import Dispatch
 /// The core ends an exchange that outlives its request's `timeoutInterval`, the body included, whatever the engine's
 /// own timers cover: FoundationNetworking (libcurl) does not time out a server that accepts the connection and then
 /// stays silent, and AsyncHTTPClient's deadline ends with the response's head. The core's exchange (every
-/// `HTTPEngine`), ``URLSessionTransport``, the client's retry loop and a stream's idle timeout arm one each.
+/// `HTTPEngine`), ``URLSessionTransport``, the client's retry loop and a stream's idle timeout arm one each; an
+/// exchange's idle timeout (`IdleWatch`) arms one at a time, re-armed for what is left when bytes came meanwhile.
 ///
 /// Deadlines share one timer, armed for the earliest of them: arming and cancelling one is a dictionary update
 /// under a lock, not a timer of its own to set up, wake a thread for and tear down.

@@ -626,7 +626,10 @@ final class MigrationGuideTests: XCTestCase {
 
         let quick = try await client.request(Route("/todos/1", timeout: 5)).decoded(toType: Todo.self).value
         let perCall = client.request(Route("/todos/1"), options: RequestOptions(timeout: 5))
+        let patient = client.request(Route("/export"), options: RequestOptions(timeout: 3600, idleTimeout: 30))
         XCTAssertEqual(quick.id, 1)
+        let patientBody = try await patient.value
+        XCTAssertFalse(patientBody.isEmpty)
         let perCallBody = try await perCall.value
         XCTAssertFalse(perCallBody.isEmpty)
 

@@ -19,13 +19,16 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     let transfer: TransferOptions
     /// The whole exchange's deadline, redirects and the body included.
     private let timer: TransportDeadline?
-    /// The exchange's task, whether `timer` fired (the task was cancelled for it, and the exchange reports a
-    /// timeout), the body stream of a streamed answer once its head came, which `timer` ends if the reader is
+    /// The exchange's idle timeout (``TransferOptions/idleTimeout``), for an answer read whole: a streamed one has
+    /// the stream's own, which the client applies.
+    private let idle: IdleWatch?
+    /// The exchange's task, whether `timer` or `idle` fired (the task was cancelled for it, and the exchange reports
+    /// a timeout), the body stream of a streamed answer once its head came, which `timer` ends if the reader is
     /// behind, and whether the caller may still be running the task (`starting`: it began on the caller's thread and
     /// the call that starts it has not returned yet). One box: each lock is an allocation on every request's path.
     private let state = Protected<
-        (task: Task<Void, Never>?, expired: Bool, stream: ResponseBodyStream?, starting: Bool)
-    >((nil, false, nil, true))
+        (task: Task<Void, Never>?, expired: ExchangeExpiry?, stream: ResponseBodyStream?, starting: Bool)
+    >((nil, nil, nil, true))
     /// The download file being written, so that a cancellation removes it before anyone hears of it; only for a
     /// download.
     private let download: DownloadSlot?
@@ -46,6 +49,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         original = request
         self.transfer = transfer
         timer = TransportDeadline(seconds: request.timeoutInterval)
+        idle = transfer.streaming == nil ? IdleWatch(seconds: transfer.idleTimeout) : nil
         download = transfer.destination == nil ? nil : DownloadSlot()
         progress = transfer.progress.map { ExchangeProgress(report: $0) }
         if case .stream = request.body { bodyStop = ReadingStop() } else { bodyStop = nil }
@@ -65,22 +69,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         if let refusal = refusal() { return Future(error: refusal) }
         let promise = Promise<ConnectResponse>()
         // Armed before the task starts: a task that ends at once disarms it for good.
-        timer?.start { [self] in
-            let (stream, task) = state.withLock { state in
-                state.expired = true
-                return (state.stream, state.task)
-            }
-            // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
-            stream?.finish(throwing: classified(CancellationError()))
-            task?.cancel()
-            bodyStop?.stop()
-            // A part the engine had already handed over is not reported once the caller has heard the end.
-            progress?.close()
-            // The caller hears of it now, not once the engine has stopped: an engine that does not heed cancellation
-            // (one of a user's) would keep the future pending past the deadline. A download's partial file goes.
-            download?.discard()
-            promise.completeIfPending(with: .failure(classified(CancellationError())))
-        }
+        timer?.start { [self] in expire(.deadline, promise: promise) }
+        idle?.start { [self] headCame in expire(.idle(headCame: headCame), promise: promise) }
         let work: @Sendable () async -> Void = { [self] in
             let result: Result<ConnectResponse, any Error>
             do {
@@ -89,6 +79,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 result = .failure(classified(error))
             }
             timer?.cancel()
+            idle?.stop()
             // Nothing more of a one-shot body is sent: its producer is told, even if the engine never was inside its
             // `next()` when it stopped.
             bodyStop?.stop()
@@ -107,16 +98,38 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let expired = state.withLock { state in
             state.task = task
             state.starting = false
-            return state.expired
+            return state.expired != nil
         }
         if expired { task.cancel() }
-        promise.setCancelHandler { [download, progress, bodyStop] in
+        promise.setCancelHandler { [download, progress, bodyStop, idle] in
             task.cancel()
+            idle?.stop()
             bodyStop?.stop()
             progress?.close()
             download?.discard()
         }
         return promise.future
+    }
+
+    /// Ends the exchange because `expiry` passed (the deadline, the idle timeout): its task is cancelled, which stops
+    /// the engine, and the caller hears of the timeout at once.
+    private func expire(_ expiry: ExchangeExpiry, promise: Promise<ConnectResponse>) {
+        let (stream, task) = state.withLock { state in
+            if state.expired == nil { state.expired = expiry }
+            return (state.stream, state.task)
+        }
+        // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
+        stream?.finish(throwing: classified(CancellationError()))
+        task?.cancel()
+        idle?.stop()
+        timer?.cancel()
+        bodyStop?.stop()
+        // A part the engine had already handed over is not reported once the caller has heard the end.
+        progress?.close()
+        // The caller hears of it now, not once the engine has stopped: an engine that does not heed cancellation
+        // (one of a user's) would keep the future pending past the deadline. A download's partial file goes.
+        download?.discard()
+        promise.completeIfPending(with: .failure(classified(CancellationError())))
     }
 
     /// Why the request cannot be sent at all, or `nil`: checked before any hop, the same for every engine.
@@ -185,6 +198,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 var request = try engineRequest(for: cookies.applied(to: hop), bodyFile: bodyFile, progress: progress)
                 request.streamBufferLimit = transfer.streaming?.bufferLimit
                 progress?.startHop(sending: request.body.length, redirected: redirects > 0)
+                // A hop that goes after a redirect starts the wait for its head afresh.
+                idle?.hopStarted()
                 if let first = answered {
                     response = first
                     answered = nil
@@ -211,6 +226,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     }
                 }
             }
+            idle?.headCame()
             guard
                 var head = ConnectResponse(
                     request: original, head: response.head, url: hop.url, httpVersion: response.httpVersion)
@@ -250,6 +266,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     var read: Int64 = 0
                     do {
                         for try await part in response.body {
+                            idle?.touch()
                             read += Int64(part.count)
                             if read >= declared { break }
                         }
@@ -328,8 +345,19 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             head.headerFields.append(
                 HeaderField(name: .authorization, value: "Basic " + Data(credentials.utf8).base64EncodedString()))
         }
+        // What the engine reports sent is progress, and activity for the idle timeout.
         let sent: @Sendable (Int64) -> Void
-        if let progress { sent = progress.sent } else { sent = { _ in } }
+        switch (progress, idle) {
+        case (let progress?, let idle?):
+            let report = progress.sent
+            sent = { count in
+                idle.touch()
+                report(count)
+            }
+        case (let progress?, nil): sent = progress.sent
+        case (nil, let idle?): sent = { _ in idle.touch() }
+        case (nil, nil): sent = { _ in }
+        }
         let body: EngineRequest.Body
         if let bodyFile {
             // Checked again on every hop: a file removed or replaced before a 307 must not go out as an empty body.
@@ -457,6 +485,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 // The engine should end its body when the task is cancelled (the deadline, the caller); the core stops
                 // asking either way: a body that never ends would be read, and kept, for ever.
                 try Task.checkCancellation()
+                idle?.touch()
                 if let kept, received + Int64(part.count) > kept {
                     // Leaving the loop lets the rest of the body go unread: the engine stops it with its connection.
                     body.append(part.prefix(Int(kept - received)))
@@ -588,8 +617,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// `error` as the exchange reports it: a timeout if the deadline stopped the exchange, whatever the
     /// cancellation it caused looks like; else the engine's classification, or the core's.
     private func classified(_ error: any Error) -> ConnectError {
-        if state.withLock({ $0.expired }) {
+        switch state.withLock({ $0.expired }) {
+        case .deadline?:
             return ConnectError.transportFailure(.deadlinePassed(after: nil), sent: original)
+        case .idle(let headCame)?:
+            return ConnectError.idleTimeout(after: idle?.limit ?? 0, headCame: headCame, sent: original)
+        case nil:
+            break
         }
         if var error = error as? ConnectError {
             if error.storedRequest == nil { error.sentRequest = original }
@@ -653,6 +687,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         TransferOptions.bodyFileProblem(file, stored: request)
     }
 
+}
+
+/// What ended an exchange before its engine did: its deadline (the request's `timeoutInterval`), or its idle timeout
+/// (``TransferOptions/idleTimeout``), with whether the answer's head had come.
+enum ExchangeExpiry: Sendable {
+    case deadline
+    case idle(headCame: Bool)
 }
 
 /// Responses with bodies at least this large complete on a concurrent queue rather than in place (on URLSession's
