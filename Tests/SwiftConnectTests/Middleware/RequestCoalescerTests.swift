@@ -417,6 +417,24 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 3)
     }
 
+    /// A request's idle timeout (`RequestOptions.idleTimeout`) is its own: one that asked to fail after 5 s of quiet
+    /// would wait in a call that waits a minute, or one that asked for none be failed by another's.
+    func testRequestsWithAnotherIdleTimeoutMakeSeparateCalls() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        let short = RequestOptions(idleTimeout: 5)
+        let long = RequestOptions(idleTimeout: 60)
+        // When
+        _ = connect.request(Endpoint())
+        _ = connect.request(Endpoint(), options: short)
+        _ = connect.request(Endpoint(), options: long)
+        _ = connect.request(Endpoint(), options: short)
+        _ = connect.request(Endpoint())
+        // Then: one call per idle timeout, the last two joining the calls of their own
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
     /// A request that must go whatever the connectivity does not wait in a call that may be held for the network.
     func testARequestThatIgnoresConnectivityGoesAlone() {
         // Given

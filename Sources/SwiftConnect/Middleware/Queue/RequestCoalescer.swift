@@ -17,10 +17,10 @@ import Foundation
 /// ```
 ///
 /// Requests are identical when their method, full URL, timeout, cache policy, every header field (name
-/// case-insensitive, value exact), the settings of a `URLRequest` they were made from (cookies, cellular access) and
-/// their redirect limit (``RequestOptions/maxRedirects``) match: requests signed for different users never share a
-/// response. A GET or HEAD with a body, and any other method, passes straight through. Each attempt of a retried request is a call
-/// of its own: a retry never joins a call already in flight (the one its earlier attempt gave up on may be it).
+/// case-insensitive, value exact), the settings of a `URLRequest` they were made from (cookies, cellular access),
+/// their redirect limit (``RequestOptions/maxRedirects``) and their idle timeout (``RequestOptions/idleTimeout``)
+/// match: requests signed for different users never share a response. A GET or HEAD with a body, and any other
+/// method, passes straight through. Each attempt of a retried request is a call of its own: a retry never joins a call already in flight (the one its earlier attempt gave up on may be it).
 ///
 /// A request joins only a call that began within the last tenth of its timeout: the shared exchange's deadline runs
 /// from when that call began, so a caller joining later would time out sooner than it asked (a caller joining 0.8 s
@@ -68,6 +68,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// The request's redirect limit (``RequestOptions/maxRedirects``): a request that takes a redirect as its
         /// answer must not get the answer of a call that follows it, nor the other way round.
         let maxRedirects: Int?
+        /// The call's idle timeout (``RequestOptions/idleTimeout``): a caller that asked to fail after 5 s of quiet
+        /// must not wait in a call that waits a minute, nor one that asked for none be failed by another's.
+        let idleTimeout: TimeInterval?
     }
 
     /// One shared call and the callers waiting for it.
@@ -270,7 +273,10 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     }
 
     /// The key of a request that may share a call, or `nil` if it must go alone.
-    func key(for request: ConnectRequest, connectivity: ConnectivityPolicy?, maxRedirects: Int? = nil) -> Key? {
+    func key(
+        for request: ConnectRequest, connectivity: ConnectivityPolicy?, maxRedirects: Int? = nil,
+        idleTimeout: TimeInterval? = nil
+    ) -> Key? {
         let method = request.method.rawValue.uppercased()
         guard method == "GET" || method == "HEAD" else { return nil }
         guard case .none = request.body else { return nil }
@@ -290,7 +296,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             method: method, url: request.url.absoluteStringWithoutFragment, headers: headers,
             timeout: request.timeoutInterval,
             cachePolicy: request.cachePolicy.rawValue, foundationExtras: request.foundationExtras,
-            connectivity: connectivity, maxRedirects: maxRedirects)
+            connectivity: connectivity, maxRedirects: maxRedirects, idleTimeout: idleTimeout)
     }
 
     /// Joins the call in flight for an identical request, or starts one. Called by hand, not by the pipeline, it
@@ -324,7 +330,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         guard options.plugins.isEmpty, options.maxResponseBytes == nil, options.connectivity != .ignore,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
             transfer.progress == nil, transfer.streaming == nil,
-            let key = key(for: request, connectivity: options.connectivity, maxRedirects: transfer.maxRedirects)
+            let key = key(
+                for: request, connectivity: options.connectivity, maxRedirects: transfer.maxRedirects,
+                idleTimeout: transfer.idleTimeout)
         else { return next(request, context) }
         let promise = Promise<ConnectResponse>()
         // The caller's attempt as its observers hear it, if it has any.

@@ -250,14 +250,15 @@ extension URLSessionTransport {
     #endif
 
     /// Whether a transfer runs on a short-lived session of its own (``stopsOnlyWithItsSession``): one that may
-    /// have to stop mid-body, for a size limit, a download, an idle timeout or a stream its reader stops, or that
-    /// sends a one-shot stream as its body (FoundationNetworking reads it on the session's work queue, which waits
-    /// for each chunk: see `ChunkedBodyInputStream`).
+    /// have to stop mid-body, for a size limit, a download or a stream its reader stops, or that sends a one-shot
+    /// stream as its body (FoundationNetworking reads it on the session's work queue, which waits for each chunk:
+    /// see `ChunkedBodyInputStream`). Not for an idle timeout alone: it stops a transfer that has gone quiet, which a
+    /// `cancel()` stops at once, and a session per request would cost every call of a client that sets one its
+    /// connection reuse.
     static func needsSessionOfItsOwn(_ transfer: TransferOptions, body: ConnectRequest.Body = .none) -> Bool {
         guard stopsOnlyWithItsSession else { return false }
         if case .stream = body { return true }
         return transfer.maxResponseBytes != nil || transfer.destination != nil || transfer.streaming != nil
-            || transfer.idleTimeout != nil
     }
 }
 
