@@ -178,7 +178,10 @@ extension Connect {
     /// (`isDirectory: true`), whose folder does not exist, or (on Linux) whose name is longer than a file name can be
     /// there fails with ``ConnectError/Kind/fileAccess`` before anything is sent.
     ///
-    /// A timeout, a failure or a cancellation before the whole body has arrived leaves the destination as it was.
+    /// A timeout, a failure or a cancellation before the whole body has arrived leaves the destination as it was. When
+    /// part of a successful body had arrived (the connection was lost, the deadline passed), and the answer named a
+    /// strong `ETag` or a `Last-Modified`, the error's ``ConnectError/partialDownload`` keeps that part, to go on from
+    /// with ``download(_:to:resuming:debugResponse:options:)``. A cancellation by the caller keeps nothing.
     /// Once the body is moved into place (the call's last step, before the last progress report), the new file
     /// stays: a cancellation or the deadline landing then is still what the future reports. The client's
     /// validators and processors run after that step too: one that rejects the answer fails the call, and the new
@@ -203,6 +206,7 @@ extension Connect {
         start(connector, debugResponse: debugResponse, options: options) { request, transfer in
             try TransferOptions.checkDestination(destination, stored: .sent(request))
             transfer.destination = destination
+            transfer.downloadSource = request.url
         }.map { response in
             // An error status the error handler let through is still no file: its body (an error page) must not
             // replace what is at the destination.
@@ -217,6 +221,113 @@ extension Connect {
                 return destination
             }
             return file
+        }
+    }
+
+    /// Resumes a download that failed part-way: asks the server for the rest of the body with `Range` and `If-Range`
+    /// (the part's `ETag` or `Last-Modified`), and writes the part and the rest to `destination`.
+    ///
+    /// - A `206` whose `Content-Range` starts where the part ends: the new bytes follow the part's, and the whole
+    ///   file is moved to `destination` once complete, as ``download(_:to:debugResponse:options:)`` does.
+    /// - A `200`: the server sent the whole body again (it ignores ranges, or the body changed since the part): the
+    ///   part is dropped, and the new body written whole.
+    /// - A `416` whose `Content-Range` is `bytes */N` with `N` the part's length: the part was the whole body, and
+    ///   goes to `destination`.
+    /// - Any other `416`, or a `206` for another range or another length: ``ConnectError/Kind/badResponse`` saying
+    ///   what was asked and what came, with the part in the error's ``ConnectError/partialDownload``, untouched.
+    ///
+    /// A part made for another URL than the connector's fails with ``ConnectError/Kind/invalidRequest``, one whose
+    /// file is gone or shorter than ``PartialDownload/bytesReceived`` with ``ConnectError/Kind/fileAccess``, as a
+    /// destination it cannot use does: before anything is sent. Whenever the resume fails, its error's
+    /// ``ConnectError/partialDownload`` holds every byte so far: a newer part when more arrived (the part it started
+    /// from is then removed), else this part, as long as its file is there. Once the download succeeds, the part's
+    /// file is removed. Progress counts the whole file: the part's bytes are reported received first.
+    ///
+    /// ```swift
+    /// do {
+    ///     _ = try await connect.download(ReportConnector.pdf(id: 3), to: reportURL).value
+    /// } catch let error as ConnectError {
+    ///     guard let partial = error.partialDownload else { throw error }
+    ///     _ = try await connect.download(ReportConnector.pdf(id: 3), to: reportURL, resuming: partial).value
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - connector: The connector whose request the part answered.
+    ///   - destination: Where to write the whole body.
+    ///   - partial: The part kept by the download that failed (``ConnectError/partialDownload``).
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call, such as `progress` and `maxResponseBytes`.
+    /// - Returns: A future of `destination`, once written.
+    public func download(
+        _ connector: any Connector,
+        to destination: URL,
+        resuming partial: PartialDownload,
+        debugResponse: Bool = false,
+        options: RequestOptions = RequestOptions()
+    ) -> Future<URL> {
+        start(connector, debugResponse: debugResponse, options: options) { request, transfer in
+            try TransferOptions.checkDestination(destination, stored: .sent(request))
+            guard request.url.absoluteString == partial.source.url.absoluteString else {
+                throw ConnectError(
+                    .invalidRequest,
+                    message: "the partial download was made for \(partial.source), not for "
+                        + "\(Redaction.url(request.url, redacting: true)): resume it with the request it answered",
+                    request: .sent(request))
+            }
+            try partial.checkFile(request: request)
+            request.setValue(partial.range, forHTTPHeaderField: "Range")
+            request.setValue(partial.validator, forHTTPHeaderField: "If-Range")
+            transfer.destination = destination
+            transfer.downloadSource = request.url
+            transfer.resuming = partial
+        }.map { response in
+            guard response.isSuccess else { throw ConnectError.httpStatus(response) }
+            guard let file = response.fileURL else {
+                // A transport that ignores transfer options: the part (for a 206) and what arrived in memory.
+                let resumes = response.statusCode == 206
+                if resumes, let problem = partial.rangeProblem(response.storedHead.value(of: "Content-Range")) {
+                    throw ConnectError(
+                        .badResponse, message: problem, request: response.storedRequest, head: response.storedHead)
+                }
+                do {
+                    try partial.place(at: destination, withPart: resumes, then: response.data)
+                } catch {
+                    throw ConnectError.fileAccess(error, url: destination, stored: response.storedRequest)
+                }
+                return destination
+            }
+            return file
+        }.recover { error -> Future<URL> in
+            guard var failure = error as? ConnectError else { throw error }
+            guard failure.statusCode == 416 else {
+                if let newer = failure.partialDownload, newer != partial {
+                    // A newer part holds every byte of this one (and the retries are over): this one goes.
+                    partial.discard()
+                } else if FileManager.default.fileExists(atPath: partial.fileURL.path) {
+                    // Nothing newer was kept: this part is still every byte so far, for the app to resume again.
+                    failure.partialDownload = partial
+                }
+                throw failure
+            }
+            // A 416 answers a range that starts at the body's end: the part is the whole body.
+            let field = failure.storedHead?.value(of: "Content-Range")
+            guard PartialDownload.unsatisfiedLength(field) == partial.bytesReceived else {
+                failure = ConnectError(
+                    .badResponse,
+                    message: "asked for the bytes from \(partial.bytesReceived) (Range: \(partial.range)), the server "
+                        + "answered 416 with Content-Range: \(field ?? "(none)")",
+                    request: failure.storedRequest, head: failure.storedHead, body: failure.body,
+                    underlyingError: failure)
+                failure.partialDownload = partial
+                throw failure
+            }
+            do {
+                try partial.place(at: destination, withPart: true, then: Data())
+            } catch {
+                throw ConnectError.fileAccess(error, url: destination, stored: failure.storedRequest)
+            }
+            return Future(value: destination)
         }
     }
 }

@@ -242,7 +242,11 @@ final class RetryingCall:
             return (state.isOver, state.attemptDeadline, state.abandonedAttempt == attempt)
         }
         attemptDeadline?.cancel()
-        guard !isOver else { return }
+        guard !isOver else {
+            // Nobody hears of this attempt's outcome: the part of a download it kept would stay on disk unknown.
+            Self.partialDownload(of: result)?.discard()
+            return
+        }
         // The attempt's own timeout cancelled it: it timed out, which the policy may retry. (An attempt that ended
         // with another outcome while it was being abandoned keeps that outcome.)
         let result =
@@ -268,8 +272,10 @@ final class RetryingCall:
                 return end(with: reporting(attempt, on: result))
             }
         }
-        // Another attempt follows: this one's body was not the call's.
+        // Another attempt follows: this one's body was not the call's, nor is the part of a download it kept (the
+        // next attempt starts the body again).
         progress?.settle(isTheAnswer: false)
+        Self.partialDownload(of: result)?.discard()
         // No wait: the next attempt starts now, on this thread (the trampoline keeps the stack flat).
         guard wait > 0 else { return startAttempts() }
         withState { $0.waitingAfter = attempt }
@@ -281,6 +287,12 @@ final class RetryingCall:
             return false
         }
         if cancelTimer { timer.cancel() }
+    }
+
+    /// The part of a download an attempt's failure kept (``ConnectError/partialDownload``), if any.
+    private static func partialDownload(of result: Result<ConnectResponse, any Error>) -> PartialDownload? {
+        guard case .failure(let error) = result else { return nil }
+        return (error as? ConnectError)?.partialDownload
     }
 
     /// The wait after `attempt` ended: the next attempt starts, unless this wait's action started it already (a clock

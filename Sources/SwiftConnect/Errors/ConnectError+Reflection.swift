@@ -30,6 +30,8 @@ extension ConnectError: CustomReflectable {
             } as Any,
             "codingPath": codingPath.map { SingleLineText.make(shownCodingPath($0, hiding: secrets)) } as Any,
             "attempts": attempts,
+            // Its source URL reflects with its secrets hidden (``ShownURL``).
+            "partialDownload": partialDownload as Any,
         ]
         return Mirror(self, children: children, displayStyle: .struct)
     }

@@ -90,6 +90,13 @@ public struct TransferOptions: Sendable {
     /// watches the call. Not a transfer setting: a plain request stays plain.
     var observation: CallObservation?
 
+    /// The part of the body a resumed download goes on from
+    /// (``Connect/download(_:to:resuming:debugResponse:options:)``), with ``destination``.
+    var resuming: PartialDownload?
+
+    /// The URL a download's connector asked for, before the middlewares: what a ``PartialDownload`` it keeps is for.
+    var downloadSource: URL?
+
     /// Whether nothing beyond a plain in-memory exchange is asked for.
     var isPlain: Bool {
         bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil

@@ -267,8 +267,18 @@ private func inMemory(
         reportProgress()
         return response
     }
+    // A resumed download answered 206 goes on from its part; any other success replaces it.
+    let resumed = response.statusCode == 206 ? transfer.resuming : nil
+    if let resumed, let problem = resumed.rangeProblem(response.storedHead.value(of: "Content-Range")) {
+        throw ConnectError(.badResponse, message: problem, request: .foundation(request), head: response.storedHead)
+    }
     do {
-        try ReplacementFile.write(response.data, to: destination)
+        if let resumed {
+            try resumed.place(at: destination, withPart: true, then: response.data)
+        } else {
+            try ReplacementFile.write(response.data, to: destination)
+            transfer.resuming?.discard()
+        }
     } catch {
         // With the answer's head: the server answered, and the caller learns how, though the body could not be kept.
         var failure = ConnectError.fileAccess(error, url: destination, request: request)

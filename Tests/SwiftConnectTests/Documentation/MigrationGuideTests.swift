@@ -548,6 +548,13 @@ final class MigrationGuideTests: XCTestCase {
         XCTAssertGreaterThan(try JSONDecoder().decode(JSONValue.self, from: uploaded)["bytes"]?.intValue ?? 0, 2_048)
         XCTAssertEqual(fractions.elements.last, 1)
         XCTAssertEqual(try Data(contentsOf: file), Data("%PDF-1.7".utf8))
+        do {
+            _ = try await client.download(Route("/files/report"), to: destination).value
+        } catch let error as ConnectError {
+            guard let partial = error.partialDownload else { throw error }
+            _ = try await client.download(Route("/files/report"), to: destination, resuming: partial).value
+        }
+        XCTAssertEqual(try Data(contentsOf: destination), Data("%PDF-1.7".utf8))
 
         var reply = ""
         for try await event in client.stream(Route("/chat")).events where event.data != "[DONE]" {

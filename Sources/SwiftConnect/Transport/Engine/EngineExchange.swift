@@ -102,11 +102,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
         if expired { task.cancel() }
         promise.setCancelHandler { [download, progress, bodyStop, idle] in
+            // First: a download that fails as it is cancelled keeps no part nobody would hear of.
+            download?.discard()
             task.cancel()
             idle?.stop()
             bodyStop?.stop()
             progress?.close()
-            download?.discard()
         }
         return promise.future
     }
@@ -127,9 +128,11 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         // A part the engine had already handed over is not reported once the caller has heard the end.
         progress?.close()
         // The caller hears of it now, not once the engine has stopped: an engine that does not heed cancellation
-        // (one of a user's) would keep the future pending past the deadline. A download's partial file goes.
-        download?.discard()
-        promise.completeIfPending(with: .failure(classified(CancellationError())))
+        // (one of a user's) would keep the future pending past the deadline. A download's partial file goes, or is
+        // kept for a resume (``PartialDownload``): a stalled download's idle timeout is the case it is kept for.
+        var failure = classified(CancellationError())
+        failure.partialDownload = download?.salvage()
+        promise.completeIfPending(with: .failure(failure))
     }
 
     /// Why the request cannot be sent at all, or `nil`: checked before any hop, the same for every engine.
@@ -471,11 +474,29 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         if let limit = bodyLimit, let declared, declared > Int64(limit) {
             throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
         }
-        progress?.startReceiving(expected: declared)
         let limit = bodyLimit.map { Int64($0) } ?? .max
         // A successful download goes to a file beside its destination; any other body stays in memory.
         let destination = (200..<300).contains(status) ? transfer.destination : nil
-        let download = try destination.map { (url: $0, file: try openDownloadFile(besides: $0, answer: head)) }
+        // A resumed download answered 206 goes on from the part it kept: that part first, then the new bytes.
+        let resumed = status == 206 && destination != nil ? transfer.resuming : nil
+        if let resumed, let problem = resumed.rangeProblem(head.head.headerFields[HeaderField.Name("Content-Range")]) {
+            // The part stays as it was: the client's method hands it back with the error.
+            throw ConnectError(.badResponse, message: problem, request: .sent(original), head: head.storedHead)
+        }
+        let base = resumed?.bytesReceived ?? 0
+        let download = try destination.map {
+            (url: $0, file: try openDownloadFile(besides: $0, answer: head, keeping: partialKeeping(of: head)))
+        }
+        if let download, let resumed {
+            do {
+                try fileAccess(download.url, answer: head) { try resumed.copyBytes(to: download.file.write) }
+            } catch {
+                download.file.discard()
+                throw error
+            }
+        }
+        // A resumed download's progress counts the whole file: the part's bytes are there from the start.
+        progress?.startReceiving(expected: declared.map { $0 + base }, already: base)
         var body = Data()
         var received: Int64 = 0
         // Why `body` is only the start of the answer's body, when it is.
@@ -519,9 +540,17 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 // one would leave nothing at the destination.
             }
         } catch {
-            download?.file.discard()
-            throw error
+            guard download != nil, Self.keepsPart(after: error) else {
+                download?.file.discard()
+                throw error
+            }
+            // The bytes that arrived are kept for a resume, when the answer named a validator.
+            var failure = classified(error)
+            failure.partialDownload = self.download?.salvage()
+            throw failure
         }
+        // The part a resumed download started from is in the file now, or was replaced by a whole new body.
+        if download != nil { transfer.resuming?.discard() }
         progress?.finish()
         var answer = head
         answer.data = download == nil ? body : Data()
@@ -583,10 +612,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// A temporary file beside `destination`, held for a cancellation to remove. A failure carries `answer`'s head:
     /// the server answered, and the caller learns how, though the body could not be kept.
-    private func openDownloadFile(besides destination: URL, answer: ConnectResponse) throws -> DownloadFile {
+    private func openDownloadFile(besides destination: URL, answer: ConnectResponse, keeping: PartialKeeping?)
+        throws -> DownloadFile
+    {
         do {
             let file = try DownloadFile(besides: destination)
-            download?.hold(file)
+            download?.hold(file, keeping: keeping)
             return file
         } catch {
             var failure: ConnectError
@@ -600,6 +631,36 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             failure.storedHead = answer.storedHead
             throw failure
         }
+    }
+
+    /// What a download answered by `head` needs to keep the part of its body that arrived, should it fail: `nil` when
+    /// the answer names no validator, or when its body is content-encoded (the bytes kept would be the decoded ones,
+    /// which a `Range` does not count).
+    private func partialKeeping(of head: ConnectResponse) -> PartialKeeping? {
+        let fields = head.head.headerFields
+        if let coding = fields[HeaderField.Name("Content-Encoding")]?.trimmingCharacters(in: .whitespaces),
+            !coding.isEmpty, coding.lowercased() != "identity"
+        {
+            return nil
+        }
+        let resumed = head.statusCode == 206 ? transfer.resuming : nil
+        // A 206 goes on from the part it resumed: its validator is the one sent, its length the range's.
+        guard let validator = PartialDownload.validator(of: head.head) ?? resumed?.validator else { return nil }
+        let total: Int64?
+        if let resumed {
+            total =
+                PartialDownload.contentRange(fields[HeaderField.Name("Content-Range")])?.total ?? resumed.totalLength
+        } else {
+            total = Self.declaredLength(of: head, request: original)
+        }
+        return PartialKeeping(validator: validator, source: transfer.downloadSource ?? original.url, totalLength: total)
+    }
+
+    /// Whether a download that failed with `error` keeps the part of its body that arrived: not when the body was
+    /// refused (a size limit) or could not be written (the file), only when it stopped short.
+    private static func keepsPart(after error: any Error) -> Bool {
+        guard let error = error as? ConnectError else { return true }
+        return error.kind != .responseTooLarge && error.kind != .fileAccess
     }
 
     /// Runs a step on the download file, its failure reported as ``ConnectError/Kind/fileAccess`` with `answer`'s
@@ -744,10 +805,14 @@ final class ExchangeProgress: Sendable {
         }
     }
 
-    /// The answer's head came; `expected` bytes are announced. The sent count stays what the engine reported: a
-    /// server may answer (a 413, say) before it has read the whole body, and then the rest never went.
-    func startReceiving(expected: Int64?) {
-        update { $0.totalBytesToReceive = expected }
+    /// The answer's head came; `expected` bytes are announced, `already` of them there (a resumed download's part).
+    /// The sent count stays what the engine reported: a server may answer (a 413, say) before it has read the whole
+    /// body, and then the rest never went.
+    func startReceiving(expected: Int64?, already: Int64 = 0) {
+        update {
+            $0.totalBytesToReceive = expected
+            $0.bytesReceived = already
+        }
     }
 
     func received(_ count: Int64) {
@@ -783,62 +848,136 @@ final class ExchangeProgress: Sendable {
     }
 }
 
-/// The download file of an exchange, if any, for its cancellation: its temporary file.
+/// The download file of an exchange, if any, for its cancellation: its temporary file, and what it needs to keep the
+/// part of the body that arrived when the exchange fails (``salvage()``).
 final class DownloadSlot: Sendable {
-    private let state = Protected<(file: DownloadFile?, cancelled: Bool)>((nil, false))
+    private let state = Protected<
+        (
+            file: DownloadFile?, cancelled: Bool, discarded: Bool, keeping: PartialKeeping?,
+            salvaged: PartialDownload?
+        )
+    >((nil, false, false, nil, nil))
 
-    func hold(_ download: DownloadFile) {
+    func hold(_ download: DownloadFile, keeping: PartialKeeping? = nil) {
         let cancelled = state.withLock { state in
             state.file = download
+            state.keeping = keeping
             return state.cancelled
         }
         if cancelled { download.discard() }
     }
 
-    /// The exchange was cancelled (its future says so): the temporary file goes; a file already moved into place
-    /// stays.
+    /// The exchange was cancelled (its future says so): the temporary file goes, and so does a part kept meanwhile
+    /// (nobody hears of it: the future reports the cancellation); a file already moved into place stays.
     func discard() {
-        let file = state.withLock { state in
+        let (file, salvaged) = state.withLock { state in
             state.cancelled = true
-            return state.file
+            state.discarded = true
+            return (state.file, state.salvaged)
         }
         file?.discard()
+        salvaged?.discard()
+    }
+
+    /// The exchange failed mid-body: the bytes that arrived are kept as a ``PartialDownload`` when the answer named a
+    /// validator and some arrived, else the file goes as ``discard()`` removes it. The same part for every caller: the
+    /// deadline and the exchange's own failure may both ask.
+    func salvage() -> PartialDownload? {
+        let (file, keeping, salvaged, discarded) = state.withLock { state in
+            state.cancelled = true
+            return (state.file, state.keeping, state.salvaged, state.discarded)
+        }
+        if let salvaged { return salvaged }
+        guard let file, let keeping, !discarded else {
+            file?.discard()
+            return nil
+        }
+        let partial = file.keep(keeping)
+        let (kept, drop) = state.withLock { state -> (PartialDownload?, Bool) in
+            // Cancelled meanwhile: the part goes with the rest.
+            if state.discarded { return (nil, true) }
+            if state.salvaged == nil { state.salvaged = partial }
+            return (state.salvaged, false)
+        }
+        if drop {
+            partial?.discard()
+            return nil
+        }
+        return kept
     }
 }
 
 /// A download's temporary file, beside its destination, so that it is moved into place with one rename.
 final class DownloadFile: Sendable {
     let url: URL
-    /// The open file; `nil` once closed or discarded.
-    private let handle: Protected<FileHandle?>
+    /// The open file, `nil` once closed or discarded, and how many bytes were written to it.
+    private let handle: Protected<(file: FileHandle?, written: Int64)>
 
     /// Creates the file (``ReplacementFile``: a name that fits, the permissions of a file it replaces).
     init(besides destination: URL) throws {
         url = ReplacementFile.url(besides: destination, suffix: "download")
-        handle = Protected(try ReplacementFile.create(url, replacing: destination))
+        handle = Protected((try ReplacementFile.create(url, replacing: destination), 0))
     }
 
     func write(_ data: Data) throws {
         try handle.withLock { handle in
-            guard let handle else { throw CancellationError() }
-            try handle.write(contentsOf: data)
+            guard let file = handle.file else { throw CancellationError() }
+            try file.write(contentsOf: data)
+            handle.written += Int64(data.count)
         }
     }
 
     func close() throws {
         try handle.withLock { current in
-            guard let handle = current else { throw CancellationError() }
-            current = nil
-            try handle.close()
+            guard let file = current.file else { throw CancellationError() }
+            current.file = nil
+            try file.close()
         }
     }
 
     /// Closes and removes the file (nothing once it was moved into place).
     func discard() {
         handle.withLock { current in
-            try? current?.close()
-            current = nil
+            try? current.file?.close()
+            current.file = nil
         }
         try? FileManager.default.removeItem(at: url)
+    }
+
+    /// Closes the file and moves it, owner-only, into the temporary directory as the part of a body that arrived;
+    /// `nil` (the file removed) when nothing was written, when the file was already closed (moved into place,
+    /// discarded), or when it cannot be moved.
+    func keep(_ keeping: PartialKeeping) -> PartialDownload? {
+        // All under the lock: a second caller (the deadline, the exchange's own failure) finds the file closed and
+        // leaves it to this one.
+        let kept: (URL, Int64)? = handle.withLock { current in
+            guard let file = current.file else { return nil }
+            current.file = nil
+            // Owner-only before it moves: it may have had the permissions of the file it was to replace.
+            let privately = fchmod(file.fileDescriptor, 0o600) == 0
+            let closed = (try? file.close()) != nil
+            guard privately, closed, current.written > 0 else {
+                try? FileManager.default.removeItem(at: url)
+                return nil
+            }
+            let target = FileManager.default.temporaryDirectory
+                .appendingPathComponent("SwiftConnect-partial-\(UUID().uuidString).download")
+            if rename(url.path, target.path) != 0 {
+                // Another file system: copied (its permissions with it), then removed.
+                do {
+                    try FileManager.default.copyItem(at: url, to: target)
+                } catch {
+                    try? FileManager.default.removeItem(at: target)
+                    try? FileManager.default.removeItem(at: url)
+                    return nil
+                }
+                try? FileManager.default.removeItem(at: url)
+            }
+            return (target, current.written)
+        }
+        guard let kept else { return nil }
+        return PartialDownload(
+            bytesReceived: kept.1, fileURL: kept.0, validator: keeping.validator, source: keeping.source,
+            totalLength: keeping.totalLength)
     }
 }

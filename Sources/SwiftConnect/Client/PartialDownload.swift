@@ -1,0 +1,185 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The part of a download's body that arrived before the download failed, kept in a file so that the download can be
+/// resumed (``Connect/download(_:to:resuming:debugResponse:options:)``) rather than started again: what Alamofire
+/// calls resume data.
+///
+/// A download to a file keeps one when it fails after part of a successful body arrived (the connection was lost,
+/// the exchange's deadline passed, the transport failed mid-body), and the answer named a version of the body a
+/// server can check it against (a strong `ETag`, else a `Last-Modified`): ``ConnectError/partialDownload``. It keeps
+/// none when the body was refused (a size limit, a file that could not be written) or nothing of it arrived.
+///
+/// The file is the app's: nothing removes it but a resumed download that succeeds or keeps a newer part in its place.
+/// Call ``discard()`` when the part is no longer wanted, as you would drop Alamofire's resume data.
+///
+/// ```swift
+/// do {
+///     _ = try await connect.download(VideoConnector.movie(id: 7), to: movieURL).value
+/// } catch let error as ConnectError {
+///     guard let partial = error.partialDownload else { throw error }
+///     print("kept \(partial.bytesReceived) bytes")
+///     _ = try await connect.download(VideoConnector.movie(id: 7), to: movieURL, resuming: partial).value
+/// }
+/// ```
+public struct PartialDownload: Sendable, Hashable {
+    /// How many bytes of the body the file holds, from its start.
+    public let bytesReceived: Int64
+    /// The file in the temporary directory holding those bytes, readable by the owner only.
+    public let fileURL: URL
+    /// The answer's validator, sent back as `If-Range`: its strong `ETag`, else its `Last-Modified`.
+    let validator: String
+    /// The URL of the request the body answered (the connector's, before the middlewares).
+    let source: ShownURL
+    /// The whole body's length, when the answer said it.
+    let totalLength: Int64?
+
+    init(bytesReceived: Int64, fileURL: URL, validator: String, source: URL, totalLength: Int64?) {
+        self.bytesReceived = bytesReceived
+        self.fileURL = fileURL
+        self.validator = validator
+        self.source = ShownURL(url: source)
+        self.totalLength = totalLength
+    }
+
+    /// Removes the file holding the bytes. The download can no longer be resumed from this part.
+    public func discard() {
+        try? FileManager.default.removeItem(at: fileURL)
+    }
+
+    /// The `Range` field that asks for the rest of the body.
+    var range: String { "bytes=\(bytesReceived)-" }
+
+    /// Fails with ``ConnectError/Kind/fileAccess`` unless the file is there with at least ``bytesReceived`` bytes.
+    func checkFile(request: ConnectRequest) throws {
+        var status = stat()
+        guard stat(fileURL.path, &status) == 0 else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            throw ConnectError.fileAccess(error, url: fileURL, stored: .sent(request))
+        }
+        let size = Int64(status.st_size)
+        guard size >= bytesReceived else {
+            throw ConnectError(
+                .fileAccess,
+                message:
+                    "the partial download at \(fileURL.path) holds \(size) bytes, not the \(bytesReceived) it kept",
+                request: .sent(request))
+        }
+    }
+
+    /// The validator the answer `head` carries: a strong `ETag` (a weak one, `W/`, may not be used with `If-Range`,
+    /// RFC 9110 §13.1.5), else its `Last-Modified`; `nil` if neither.
+    static func validator(of head: ResponseHead) -> String? {
+        if let tag = head.headerFields[HeaderField.Name("ETag")]?.trimmingCharacters(in: .whitespaces),
+            !tag.isEmpty, !tag.hasPrefix("W/")
+        {
+            return tag
+        }
+        if let date = head.headerFields[HeaderField.Name("Last-Modified")]?.trimmingCharacters(in: .whitespaces),
+            !date.isEmpty
+        {
+            return date
+        }
+        return nil
+    }
+
+    /// A `Content-Range` field's first byte, last byte and complete length (`nil` for `*`), or `nil` if it is not
+    /// `bytes first-last/length`.
+    static func contentRange(_ field: String?) -> (first: Int64, last: Int64, total: Int64?)? {
+        guard let field = field?.trimmingCharacters(in: .whitespaces), field.lowercased().hasPrefix("bytes ") else {
+            return nil
+        }
+        let spec = field.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
+        let halves = spec.split(separator: "/", omittingEmptySubsequences: false)
+        guard halves.count == 2 else { return nil }
+        let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last else {
+            return nil
+        }
+        let total = halves[1] == "*" ? nil : Int64(halves[1])
+        if halves[1] != "*", total == nil { return nil }
+        return (first, last, total)
+    }
+
+    /// The complete length a `416`'s `Content-Range: bytes */N` names, or `nil`.
+    static func unsatisfiedLength(_ field: String?) -> Int64? {
+        guard let field = field?.trimmingCharacters(in: .whitespaces), field.lowercased().hasPrefix("bytes */") else {
+            return nil
+        }
+        return Int64(field.dropFirst("bytes */".count).trimmingCharacters(in: .whitespaces))
+    }
+
+    /// Why a `206` answering a resume (its `Content-Range` field) does not continue this part, or `nil` if it does:
+    /// it must start at ``bytesReceived``, and name the same complete length when both are known.
+    func rangeProblem(_ field: String?) -> String? {
+        let asked = "asked for the bytes from \(bytesReceived) (Range: \(range))"
+        guard let answered = Self.contentRange(field) else {
+            return "\(asked), the server answered 206 with Content-Range: \(field ?? "(none)")"
+        }
+        if answered.first != bytesReceived {
+            return "\(asked), the server answered 206 with the bytes from \(answered.first) "
+                + "(Content-Range: \(field ?? ""))"
+        }
+        if let total = answered.total, let known = totalLength, total != known {
+            return "\(asked) of a body of \(known) bytes, the server answered 206 for a body of \(total) bytes"
+        }
+        return nil
+    }
+
+    /// Writes the part (if `withPart`) then `rest` to `destination`, replacing what is there in one step as a
+    /// download does (``ReplacementFile``).
+    func place(at destination: URL, withPart: Bool, then rest: Data) throws {
+        let file = ReplacementFile.url(besides: destination, suffix: "download")
+        do {
+            let handle = try ReplacementFile.create(file, replacing: destination)
+            do {
+                if withPart { try copyBytes { try handle.write(contentsOf: $0) } }
+                try handle.write(contentsOf: rest)
+                try handle.close()
+            } catch {
+                try? handle.close()
+                throw error
+            }
+            try TransferOptions.moveIntoPlace(file, to: destination)
+        } catch {
+            try? FileManager.default.removeItem(at: file)
+            throw error
+        }
+        discard()
+    }
+
+    /// Copies the first ``bytesReceived`` bytes of the file to `write`, in pieces of 1 MiB.
+    func copyBytes(to write: (Data) throws -> Void) throws {
+        let input = try FileHandle(forReadingFrom: fileURL)
+        defer { try? input.close() }
+        var left = bytesReceived
+        while left > 0 {
+            guard let piece = try input.read(upToCount: Int(min(left, 1 << 20))), !piece.isEmpty else {
+                throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: fileURL.path])
+            }
+            try write(piece)
+            left -= Int64(piece.count)
+        }
+    }
+}
+
+/// A URL whose descriptions and reflection hide its secrets (``Redaction/url(_:redacting:)``): a partial download
+/// printed or dumped must not show a token in its query.
+struct ShownURL: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    let url: URL
+
+    var description: String { Redaction.url(url, redacting: true) }
+    var debugDescription: String { description }
+    var customMirror: Mirror { Mirror(self, children: ["url": description]) }
+}
+
+/// What a download needs to keep the part of its body that arrived, should it fail: set once a successful answer's
+/// head names a validator.
+struct PartialKeeping: Sendable {
+    let validator: String
+    let source: URL
+    let totalLength: Int64?
+}

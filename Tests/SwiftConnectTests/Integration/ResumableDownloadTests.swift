@@ -1,0 +1,313 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// A download cut part-way keeps what arrived (``ConnectError/partialDownload``) when the answer named a validator,
+/// and ``Connect/download(_:to:resuming:debugResponse:options:)`` goes on from there with `Range` and `If-Range`,
+/// against a server that honours them as RFC 9110 §14 says.
+final class ResumableDownloadTests: IntegrationTestCase {
+    private var server: LocalServer!
+    private var connect: Connect!
+    private var folder: URL!
+    private var destination: URL!
+    private let site = Site()
+    private static let body = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
+
+    /// What the test server serves, and how it answers the next request.
+    private final class Site: @unchecked Sendable {
+        // Every field is read and written under `lock`.
+        private let lock = NSLock()
+        private var _body = ResumableDownloadTests.body
+        private var _validator: (name: String, value: String)? = ("ETag", "\"v1\"")
+        /// The byte after which the next answer is cut, if it is to be.
+        private var _cutAfter: Int?
+        /// How the next request with a `Range` is answered, whatever it asks.
+        private var _rangeAnswer: RangeAnswer = .honour
+
+        enum RangeAnswer {
+            case honour, ignore, fromStart
+            case unsatisfiedBy(extra: Int64)
+        }
+
+        func set(
+            body: Data? = nil, validator: (name: String, value: String)?? = nil, cutAfter: Int?? = nil,
+            rangeAnswer: RangeAnswer? = nil
+        ) {
+            lock.lock()
+            defer { lock.unlock() }
+            if let body { _body = body }
+            if let validator { _validator = validator }
+            if let cutAfter { _cutAfter = cutAfter }
+            if let rangeAnswer { _rangeAnswer = rangeAnswer }
+        }
+
+        func answer(_ request: LocalServer.Request) -> LocalServer.Response {
+            lock.lock()
+            defer { lock.unlock() }
+            var headers: [(name: String, value: String)] = [("Content-Type", "application/octet-stream")]
+            if let validator = _validator { headers.append(validator) }
+            var status = 200
+            var slice = _body
+            if let range = request.header("Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
+                let first = Int(range.dropFirst("bytes=".count).dropLast())
+            {
+                let current = _validator?.value
+                switch _rangeAnswer {
+                case .ignore: break
+                case .fromStart:
+                    status = 206
+                    headers.append(("Content-Range", "bytes 0-\(_body.count - 1)/\(_body.count)"))
+                case .unsatisfiedBy(let extra):
+                    return LocalServer.Response(
+                        status: 416, headers: [("Content-Range", "bytes */\(Int64(first) + extra)")])
+                case .honour where request.header("If-Range") == current && current != nil:
+                    guard first < _body.count else {
+                        return LocalServer.Response(status: 416, headers: [("Content-Range", "bytes */\(_body.count)")])
+                    }
+                    status = 206
+                    slice = _body.subdata(in: first..<_body.count)
+                    headers.append(("Content-Range", "bytes \(first)-\(_body.count - 1)/\(_body.count)"))
+                case .honour: break
+                }
+            }
+            if let cut = _cutAfter {
+                _cutAfter = nil
+                return LocalServer.Response(
+                    status: status, headers: headers, body: slice, fault: .closeMidBody(afterBytes: cut))
+            }
+            return LocalServer.Response(status: status, headers: headers, body: slice)
+        }
+    }
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        connect = Connect(
+            transport: TransportUnderTest.make(), retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("resume-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        destination = folder.appendingPathComponent("movie.bin")
+        server.route("GET", "/movie") { [site] in site.answer($0) }
+    }
+
+    override func tearDown() {
+        server.stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// The partial files of ours in the temporary directory.
+    private static func partialFiles() -> Set<String> {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path))
+        return Set((names ?? []).filter { $0.hasPrefix("SwiftConnect-partial-") })
+    }
+
+    /// Downloads `/movie` cut after `cut` bytes, and returns the part it kept, checked against the body.
+    private func cutDownload(after cut: Int = 80_000, file: StaticString = #filePath, line: UInt = #line) throws
+        -> PartialDownload
+    {
+        site.set(cutAfter: cut)
+        let result = try connect.download(Route("/movie"), to: destination).waitForResult(timeout: 30)
+        guard case .failure(let failure) = result, let error = failure as? ConnectError else {
+            XCTFail("the cut download did not fail: \(result)", file: file, line: line)
+            throw CancellationError()
+        }
+        XCTAssertEqual(error.kind, .connectionLost, "\(error)", file: file, line: line)
+        let partial = try XCTUnwrap(error.partialDownload, "\(error)", file: file, line: line)
+        XCTAssertGreaterThan(partial.bytesReceived, 0, file: file, line: line)
+        XCTAssertLessThanOrEqual(partial.bytesReceived, Int64(cut), file: file, line: line)
+        let kept = try Data(contentsOf: partial.fileURL)
+        XCTAssertEqual(Int64(kept.count), partial.bytesReceived, file: file, line: line)
+        XCTAssertEqual(kept, Self.body.prefix(kept.count), "the part is the body's start", file: file, line: line)
+        let mode = try FileManager.default.attributesOfItem(atPath: partial.fileURL.path)[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600, "the part is the owner's only", file: file, line: line)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path), file: file, line: line)
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "nothing left beside it",
+            file: file, line: line)
+        return partial
+    }
+
+    /// Cut, then resumed: the destination holds exactly the whole body, the server was asked for the rest with the
+    /// part's validator, and the part's file is gone.
+    func testACutDownloadResumesFromItsPart() throws {
+        let partial = try cutDownload()
+        XCTAssertEqual(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
+        let resume = try XCTUnwrap(server.requests.last)
+        XCTAssertEqual(resume.header("Range"), "bytes=\(partial.bytesReceived)-")
+        XCTAssertEqual(resume.header("If-Range"), "\"v1\"")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: partial.fileURL.path), "the part was used up")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["movie.bin"])
+    }
+
+    /// A `Last-Modified` stands for the validator when there is no `ETag`; a weak `ETag` does not count.
+    func testALastModifiedIsTheValidatorWithoutAStrongETag() throws {
+        let date = "Tue, 01 Dec 2026 10:00:00 GMT"
+        site.set(validator: .some(("Last-Modified", date)))
+        let partial = try cutDownload()
+        site.set(validator: .some(("ETag", "W/\"weak\"")))
+        site.set(cutAfter: 50_000)
+        let weak = try connect.download(Route("/movie"), to: destination).waitForResult(timeout: 30)
+        guard case .failure(let error as ConnectError) = weak else { return XCTFail("\(weak)") }
+        XCTAssertNil(error.partialDownload, "a weak ETag cannot be sent as If-Range")
+        // The resume sends the date; this server only honours an ETag it matches, so it sends the whole body.
+        XCTAssertEqual(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30), destination)
+        XCTAssertEqual(server.requests.last?.header("If-Range"), date)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
+    }
+
+    /// A server that ignores `Range` answers 200 with the whole body: the part is dropped, the body written whole.
+    func testAResumeAnswered200WritesTheWholeBody() throws {
+        let partial = try cutDownload()
+        site.set(rangeAnswer: .ignore)
+        XCTAssertEqual(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: partial.fileURL.path))
+    }
+
+    /// The body changed since the part (another ETag): the server sends the new one whole, and that is what is
+    /// written, nothing of the old part.
+    func testAChangedBodyIsWrittenWholeNotAppended() throws {
+        let partial = try cutDownload()
+        let new = Data(repeating: 7, count: 150_000)
+        site.set(body: new, validator: .some(("ETag", "\"v2\"")))
+        XCTAssertEqual(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), new)
+        XCTAssertEqual(server.requests.last?.header("If-Range"), "\"v1\"")
+    }
+
+    /// A 416 saying the body is as long as the part: the part was the whole body, and goes to the destination.
+    func testA416ForTheWholeLengthPlacesThePart() throws {
+        let partial = try cutDownload()
+        site.set(rangeAnswer: .unsatisfiedBy(extra: 0))
+        XCTAssertEqual(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body.prefix(Int(partial.bytesReceived)))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: partial.fileURL.path))
+    }
+
+    /// Another 416, or a 206 that does not start where the part ends: a bad response naming what was asked and what
+    /// came, the part kept for the app, nothing at the destination.
+    func testARangeAnswerThatDoesNotFitIsABadResponseAndKeepsThePart() throws {
+        let partial = try cutDownload()
+        defer { partial.discard() }
+        site.set(rangeAnswer: .unsatisfiedBy(extra: 5))
+        XCTAssertThrowsError(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30)
+        ) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .badResponse, "\(error)")
+            XCTAssertTrue(error.message.contains("416"), error.message)
+            XCTAssertTrue(error.message.contains("bytes=\(partial.bytesReceived)-"), error.message)
+            XCTAssertEqual(error.partialDownload, partial)
+        }
+        site.set(rangeAnswer: .fromStart)
+        XCTAssertThrowsError(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30)
+        ) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .badResponse, "\(error)")
+            XCTAssertTrue(error.message.contains("from 0"), error.message)
+            XCTAssertEqual(error.partialDownload, partial)
+        }
+        XCTAssertEqual(try Data(contentsOf: partial.fileURL).count, Int(partial.bytesReceived), "the part is kept")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    /// A resume cut again keeps every byte so far in a new part (the old one goes), and that part resumes in turn.
+    func testAResumeCutAgainKeepsEveryByteSoFar() throws {
+        let first = try cutDownload(after: 50_000)
+        site.set(cutAfter: 60_000)
+        let result = try connect.download(Route("/movie"), to: destination, resuming: first).waitForResult(timeout: 30)
+        guard case .failure(let failure as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(failure.kind, .connectionLost, "\(failure)")
+        let second = try XCTUnwrap(failure.partialDownload, "\(failure)")
+        XCTAssertGreaterThan(second.bytesReceived, first.bytesReceived)
+        XCTAssertEqual(try Data(contentsOf: second.fileURL), Self.body.prefix(Int(second.bytesReceived)))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: first.fileURL.path), "the new part replaces the old")
+
+        let reports = Reports()
+        XCTAssertEqual(
+            try connect.download(
+                Route("/movie"), to: destination, resuming: second,
+                options: RequestOptions(progress: { reports.append($0) })
+            ).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
+        // Progress counts the whole file: the part first, then the rest, of the whole length.
+        let all = reports.all
+        let total = Int64(Self.body.count)
+        XCTAssertEqual(all.last?.bytesReceived, total)
+        XCTAssertEqual(all.last?.totalBytesToReceive, total)
+        let receiving = all.filter { $0.totalBytesToReceive != nil }
+        XCTAssertFalse(receiving.isEmpty)
+        for report in receiving {
+            XCTAssertEqual(report.totalBytesToReceive, total, "\(report)")
+            XCTAssertGreaterThanOrEqual(report.bytesReceived, second.bytesReceived, "\(report)")
+        }
+    }
+
+    /// Without a validator nothing is kept, and no file is left behind.
+    func testWithoutAValidatorNothingIsKept() throws {
+        site.set(validator: .some(nil))
+        let before = Self.partialFiles()
+        site.set(cutAfter: 80_000)
+        let result = try connect.download(Route("/movie"), to: destination).waitForResult(timeout: 30)
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(error.kind, .connectionLost, "\(error)")
+        XCTAssertNil(error.partialDownload)
+        XCTAssertEqual(Self.partialFiles().subtracting(before), [])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    /// A part for another URL, or whose file is gone, is refused before anything is sent.
+    func testAPartThatDoesNotFitTheRequestIsRefusedBeforeSending() throws {
+        let partial = try cutDownload()
+        defer { partial.discard() }
+        let sent = server.requests.count
+        XCTAssertThrowsError(
+            try connect.download(Route("/other"), to: destination, resuming: partial).wait(timeout: 30)
+        ) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .invalidRequest, "\($0)")
+            XCTAssertTrue(($0 as? ConnectError)?.message.contains("/other") == true, "\($0)")
+        }
+        let handle = try FileHandle(forWritingTo: partial.fileURL)
+        try handle.truncate(atOffset: UInt64(partial.bytesReceived - 1))
+        try handle.close()
+        XCTAssertThrowsError(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30)
+        ) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess, "\($0)")
+        }
+        partial.discard()
+        XCTAssertThrowsError(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30)
+        ) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess, "\($0)")
+        }
+        XCTAssertEqual(server.requests.count, sent, "nothing was sent")
+    }
+}
+
+/// Progress reports, collected from the transport's threads.
+private final class Reports: @unchecked Sendable {
+    // `reports` is read and written under `lock`.
+    private let lock = NSLock()
+    private var reports: [TransferProgress] = []
+
+    func append(_ report: TransferProgress) {
+        lock.lock()
+        reports.append(report)
+        lock.unlock()
+    }
+
+    var all: [TransferProgress] {
+        lock.lock()
+        defer { lock.unlock() }
+        return reports
+    }
+}

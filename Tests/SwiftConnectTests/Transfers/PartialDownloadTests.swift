@@ -1,0 +1,110 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// ``PartialDownload`` on its own: what it shows of its URL, how it reads a server's ranges, and a resume through a
+/// transport that answers in memory (``FakeTransport``).
+final class PartialDownloadTests: XCTestCase {
+    private var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("partial-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    private func partial(_ bytes: Data, source: String = "https://api.example.com/files/7", total: Int64? = 10)
+        throws -> PartialDownload
+    {
+        let file = folder.appendingPathComponent("part")
+        try bytes.write(to: file)
+        return PartialDownload(
+            bytesReceived: Int64(bytes.count), fileURL: file, validator: "\"v1\"",
+            source: try XCTUnwrap(URL(string: source)), totalLength: total)
+    }
+
+    /// Printed, described or dumped, a part shows no secret of its URL's query.
+    func testItsDescriptionsHideTheURLsSecrets() throws {
+        let part = try partial(Data("abc".utf8), source: "https://api.example.com/files/7?access_token=s3cr3t")
+        var dumped = ""
+        dump(part, to: &dumped)
+        var error = ConnectError(.connectionLost, message: "cut")
+        error.partialDownload = part
+        var dumpedError = ""
+        dump(error, to: &dumpedError)
+        for text in ["\(part)", String(reflecting: part), dumped, dumpedError, "\(error)", error.debugDescription] {
+            XCTAssertFalse(text.contains("s3cr3t"), text)
+        }
+        XCTAssertTrue("\(part)".contains("api.example.com/files/7"), "\(part)")
+    }
+
+    /// Which fields are validators, and which ranges continue a part.
+    func testItReadsValidatorsAndRanges() throws {
+        func head(_ fields: [(String, String)]) -> ResponseHead {
+            ResponseHead(
+                status: 200, headerFields: HeaderFields(fields.map { HeaderField(name: .init($0.0), value: $0.1) }))
+        }
+        XCTAssertEqual(PartialDownload.validator(of: head([("ETag", "\"a\"")])), "\"a\"")
+        XCTAssertEqual(
+            PartialDownload.validator(of: head([("ETag", "W/\"a\""), ("Last-Modified", "Tue, 01 Dec 2026")])),
+            "Tue, 01 Dec 2026")
+        XCTAssertNil(PartialDownload.validator(of: head([("ETag", "W/\"a\"")])))
+        XCTAssertNil(PartialDownload.validator(of: head([])))
+
+        let part = try partial(Data("abcd".utf8))
+        XCTAssertNil(part.rangeProblem("bytes 4-9/10"))
+        XCTAssertNil(part.rangeProblem("bytes 4-9/*"))
+        XCTAssertNotNil(part.rangeProblem("bytes 0-9/10"))
+        XCTAssertNotNil(part.rangeProblem("bytes 4-9/12"), "another length: another body")
+        XCTAssertNotNil(part.rangeProblem(nil))
+        XCTAssertNotNil(part.rangeProblem("bytes 4-9"))
+        XCTAssertNotNil(part.rangeProblem("items 4-9/10"))
+        XCTAssertEqual(PartialDownload.unsatisfiedLength("bytes */4"), 4)
+        XCTAssertNil(PartialDownload.unsatisfiedLength("bytes 0-3/4"))
+    }
+
+    /// Through a transport that answers in memory, a 206 is written after the part and a 200 alone; the request
+    /// carries `Range` and `If-Range`.
+    func testAResumeThroughAnInMemoryTransport() throws {
+        let fake = FakeTransport()
+        let connect = Connect(
+            transport: fake, retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .https, host: "api.example.com"))
+        let destination = folder.appendingPathComponent("file.bin")
+        fake.stub(
+            "/files/7",
+            with: .data(Data("efghij".utf8), status: 206, headers: ["Content-Range": "bytes 4-9/10", "ETag": "\"v1\""]))
+        let part = try partial(Data("abcd".utf8))
+        XCTAssertEqual(
+            try connect.download(Route("/files/7"), to: destination, resuming: part).wait(timeout: 10), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("abcdefghij".utf8))
+        XCTAssertEqual(fake.requests.last?.value(forHTTPHeaderField: "Range"), "bytes=4-")
+        XCTAssertEqual(fake.requests.last?.value(forHTTPHeaderField: "If-Range"), "\"v1\"")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: part.fileURL.path))
+
+        fake.stub("/files/7", with: .data(Data("whole".utf8)))
+        let again = try partial(Data("abcd".utf8))
+        XCTAssertEqual(
+            try connect.download(Route("/files/7"), to: destination, resuming: again).wait(timeout: 10), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("whole".utf8))
+
+        fake.stub("/files/7", with: .data(Data("x".utf8), status: 206, headers: ["Content-Range": "bytes 0-0/10"]))
+        let third = try partial(Data("abcd".utf8))
+        XCTAssertThrowsError(
+            try connect.download(Route("/files/7"), to: destination, resuming: third).wait(timeout: 10)
+        ) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .badResponse, "\($0)")
+            XCTAssertEqual(($0 as? ConnectError)?.partialDownload, third)
+        }
+        XCTAssertEqual(try Data(contentsOf: destination), Data("whole".utf8), "the destination is as it was")
+    }
+}
