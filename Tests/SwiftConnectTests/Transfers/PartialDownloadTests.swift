@@ -107,4 +107,34 @@ final class PartialDownloadTests: XCTestCase {
         }
         XCTAssertEqual(try Data(contentsOf: destination), Data("whole".utf8), "the destination is as it was")
     }
+
+    /// A download stopped by the call's deadline after part of its body arrived keeps nothing yet: the call's
+    /// deadline cancels the exchange as a caller's cancellation does, and the part goes. No file is left behind.
+    func testADownloadStoppedByItsDeadlineLeavesNoPart() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/slow") { _ in
+            LocalServer.Response(
+                headers: [("ETag", "\"slow\"")],
+                fault: .trickle(chunk: Data(repeating: 1, count: 1000), interval: 0.05))
+        }
+        let connect = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
+        let destination = folder.appendingPathComponent("slow.bin")
+        let temporary = FileManager.default.temporaryDirectory.path
+        let partials = {
+            Set(try FileManager.default.contentsOfDirectory(atPath: temporary)).filter {
+                $0.hasPrefix("SwiftConnect-partial-")
+            }
+        }
+        let before = try partials()
+        let result = try connect.download(Route("/slow"), to: destination, options: RequestOptions(timeout: 1))
+            .waitForResult(timeout: 30)
+        guard case .failure(let failure as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(failure.kind, .timedOut, "\(failure)")
+        XCTAssertNil(failure.partialDownload, "\(failure)")
+        XCTAssertEqual(try partials().subtracting(before), [])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
 }
