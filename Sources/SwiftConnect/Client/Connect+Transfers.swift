@@ -179,9 +179,9 @@ extension Connect {
     /// there fails with ``ConnectError/Kind/fileAccess`` before anything is sent.
     ///
     /// A timeout, a failure or a cancellation before the whole body has arrived leaves the destination as it was. When
-    /// part of a successful body had arrived (the connection was lost, the deadline passed), and the answer named a
+    /// part of a successful body had arrived (the connection was lost, the transport failed), and the answer named a
     /// strong `ETag` or a `Last-Modified`, the error's ``ConnectError/partialDownload`` keeps that part, to go on from
-    /// with ``download(_:to:resuming:debugResponse:options:)``. A cancellation by the caller keeps nothing.
+    /// with ``download(_:to:resuming:debugResponse:options:)``. The call's deadline and a cancellation keep nothing.
     /// Once the body is moved into place (the call's last step, before the last progress report), the new file
     /// stays: a cancellation or the deadline landing then is still what the future reports. The client's
     /// validators and processors run after that step too: one that rejects the answer fails the call, and the new

@@ -9,9 +9,10 @@ import Foundation
 /// calls resume data.
 ///
 /// A download to a file keeps one when it fails after part of a successful body arrived (the connection was lost,
-/// the exchange's deadline passed, the transport failed mid-body), and the answer named a version of the body a
-/// server can check it against (a strong `ETag`, else a `Last-Modified`): ``ConnectError/partialDownload``. It keeps
-/// none when the body was refused (a size limit, a file that could not be written) or nothing of it arrived.
+/// the transport failed mid-body), and the answer named a version of the body a server can check it against (a
+/// strong `ETag`, else a `Last-Modified`): ``ConnectError/partialDownload``. It keeps none when the body was refused
+/// (a size limit, a file that could not be written), when nothing of it arrived, or when the call was stopped by its
+/// deadline or cancelled (both cancel the transfer, and its part is removed).
 ///
 /// The file is the app's: nothing removes it but a resumed download that succeeds or keeps a newer part in its place.
 /// Call ``discard()`` when the part is no longer wanted, as you would drop Alamofire's resume data.

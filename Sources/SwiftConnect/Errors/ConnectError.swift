@@ -241,9 +241,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var attempts: Int = 1
     /// For a download to a file that failed after part of its body arrived: that part, kept in a file so that the
     /// download can be resumed with ``Connect/download(_:to:resuming:debugResponse:options:)``. `nil` when the answer
-    /// named no validator (a strong `ETag` or a `Last-Modified`), when nothing of the body arrived, or when the body
-    /// was refused (a size limit) or could not be written. The file is the app's to remove
-    /// (``PartialDownload/discard()``) if it does not resume.
+    /// named no validator (a strong `ETag` or a `Last-Modified`), when nothing of the body arrived, when the body
+    /// was refused (a size limit) or could not be written, and when the call was stopped by its deadline or
+    /// cancelled. The file is the app's to remove (``PartialDownload/discard()``) if it does not resume.
     public var partialDownload: PartialDownload?
     /// Whether ``message``, the descriptions and reflection show the secret values of ``request`` as they are:
     /// `false` unless the client that made the error was set not to redact (``Connect/Settings/redactsSecrets``).
