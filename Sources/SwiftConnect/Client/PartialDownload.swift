@@ -9,10 +9,12 @@ import Foundation
 /// calls resume data.
 ///
 /// A download to a file keeps one when it fails after part of a successful body arrived (the connection was lost,
-/// the transport failed mid-body), and the answer named a version of the body a server can check it against (a
-/// strong `ETag`, else a `Last-Modified`): ``ConnectError/partialDownload``. It keeps none when the body was refused
-/// (a size limit, a file that could not be written), when nothing of it arrived, or when the call was stopped by its
-/// deadline or cancelled (both cancel the transfer, and its part is removed).
+/// the transport failed mid-body, the connection stalled past ``RequestOptions/idleTimeout``), and the answer named
+/// a version of the body a server can check it against (a strong `ETag`, else a `Last-Modified`):
+/// ``ConnectError/partialDownload``. It keeps none when the body was refused (a size limit, a file that could not be
+/// written), when nothing of it arrived, or when the call was stopped by its deadline or cancelled (both cancel the
+/// transfer, and its part is removed). For a large download, a long `timeout` and a short `idleTimeout` make a
+/// stalled connection end in a part you can resume.
 ///
 /// The file is the app's: nothing removes it but a resumed download that succeeds or keeps a newer part in its place.
 /// Call ``discard()`` when the part is no longer wanted, as you would drop Alamofire's resume data.

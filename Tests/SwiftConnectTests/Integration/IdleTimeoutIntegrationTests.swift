@@ -131,4 +131,40 @@ final class IdleTimeoutIntegrationTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "no partial file is left")
     }
+
+    /// A download whose connection stalls after part of a body with a validator keeps that part
+    /// (`ConnectError.partialDownload`), and a resume fetches only the rest: the case an idle timeout and a resume
+    /// are made for together.
+    func testADownloadThatStallsAfterAValidatorKeepsItsPartForAResume() throws {
+        stalls += 1
+        let stall = self.stall
+        server.route("GET", "/tagged") { request in
+            if request.header("Range") == "bytes=5-", request.header("If-Range") == "\"v1\"" {
+                return LocalServer.Response(
+                    status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 5-9/10")],
+                    body: Data("later".utf8))
+            }
+            var response = LocalServer.Response.stream(contentLength: 10) { write in
+                guard write(Data("first".utf8)) else { return }
+                stall.wait()
+            }
+            response.headers.append(("ETag", "\"v1\""))
+            return response
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("file.bin")
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let route = Route("/tagged", baseURL: server.baseURL, timeout: 60)
+
+        let error = connectError(of: connect.download(route, to: destination, options: options))
+        XCTAssertEqual(error?.kind, .timedOut, "\(String(describing: error))")
+        let partial = try XCTUnwrap(error?.partialDownload, "\(String(describing: error))")
+        defer { partial.discard() }
+        XCTAssertEqual(partial.bytesReceived, 5)
+
+        let file = try connect.download(route, to: destination, resuming: partial).wait(timeout: 30)
+        XCTAssertEqual(try Data(contentsOf: file), Data("firstlater".utf8))
+    }
 }
