@@ -243,7 +243,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// download can be resumed with ``Connect/download(_:to:resuming:debugResponse:options:)``. `nil` when the answer
     /// named no validator (a strong `ETag` or a `Last-Modified`), when nothing of the body arrived, when the body
     /// was refused (a size limit) or could not be written, and when the call was stopped by its deadline or
-    /// cancelled (an attempt's ``RequestOptions/idleTimeout`` keeps it). The file is the app's to remove (``PartialDownload/discard()``) if it does not resume.
+    /// cancelled (an attempt's ``RequestOptions/idleTimeout`` keeps it). The file is the app's to remove
+    /// (``PartialDownload/discard()``) if it does not resume.
     public var partialDownload: PartialDownload?
     /// Whether ``message``, the descriptions and reflection show the secret values of ``request`` as they are:
     /// `false` unless the client that made the error was set not to redact (``Connect/Settings/redactsSecrets``).

@@ -20,7 +20,8 @@ import Foundation
 /// case-insensitive, value exact), the settings of a `URLRequest` they were made from (cookies, cellular access),
 /// their redirect limit (``RequestOptions/maxRedirects``) and their idle timeout (``RequestOptions/idleTimeout``)
 /// match: requests signed for different users never share a response. A GET or HEAD with a body, and any other
-/// method, passes straight through. Each attempt of a retried request is a call of its own: a retry never joins a call already in flight (the one its earlier attempt gave up on may be it).
+/// method, passes straight through. Each attempt of a retried request is a call of its own: a retry never joins a
+/// call already in flight (the one its earlier attempt gave up on may be it).
 ///
 /// A request joins only a call that began within the last tenth of its timeout: the shared exchange's deadline runs
 /// from when that call began, so a caller joining later would time out sooner than it asked (a caller joining 0.8 s

@@ -678,14 +678,23 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// `error` as the exchange reports it: a timeout if the deadline stopped the exchange, whatever the
     /// cancellation it caused looks like; else the engine's classification, or the core's.
     private func classified(_ error: any Error) -> ConnectError {
+        var expired: ConnectError
         switch state.withLock({ $0.expired }) {
         case .deadline?:
-            return ConnectError.transportFailure(.deadlinePassed(after: nil), sent: original)
+            expired = ConnectError.transportFailure(.deadlinePassed(after: nil), sent: original)
         case .idle(let headCame)?:
-            return ConnectError.idleTimeout(after: idle?.limit ?? 0, headCame: headCame, sent: original)
+            expired = ConnectError.idleTimeout(after: idle?.limit ?? 0, headCame: headCame, sent: original)
         case nil:
-            break
+            return classifiedAsItIs(error)
         }
+        // The part of a download the failure kept (``DownloadSlot/salvage()``) stays with the timeout that replaces
+        // it: whichever of the expiry and the exchange's own failure completes the future, the part is reported.
+        expired.partialDownload = (error as? ConnectError)?.partialDownload
+        return expired
+    }
+
+    /// `error` as the exchange reports it when no deadline or idle timeout stopped the exchange.
+    private func classifiedAsItIs(_ error: any Error) -> ConnectError {
         if var error = error as? ConnectError {
             if error.storedRequest == nil { error.sentRequest = original }
             return error
@@ -857,6 +866,8 @@ final class DownloadSlot: Sendable {
             salvaged: PartialDownload?
         )
     >((nil, false, false, nil, nil))
+    /// Held while a part is being kept (``salvage()``): file work, never while `state` is held.
+    private let salvaging = Protected(())
 
     func hold(_ download: DownloadFile, keeping: PartialKeeping? = nil) {
         let cancelled = state.withLock { state in
@@ -883,6 +894,13 @@ final class DownloadSlot: Sendable {
     /// validator and some arrived, else the file goes as ``discard()`` removes it. The same part for every caller: the
     /// deadline and the exchange's own failure may both ask.
     func salvage() -> PartialDownload? {
+        // One at a time: a second caller waits for the first's part rather than finding the file taken and saying
+        // there is none (the deadline's or idle timeout's report would then lose it).
+        salvaging.withLock { _ in salvageOnce() }
+    }
+
+    /// Keeps one part at most; later calls get the same (``salvage()`` runs it one caller at a time).
+    private func salvageOnce() -> PartialDownload? {
         let (file, keeping, salvaged, discarded) = state.withLock { state in
             state.cancelled = true
             return (state.file, state.keeping, state.salvaged, state.discarded)
