@@ -778,15 +778,21 @@ final class StreamViewTests: XCTestCase {
         let (lines, linesContinuation) = AsyncStream<String>.makeStream()
         baseContinuation.yield(bytes("first\n"))
         let task = Task {
+            defer { linesContinuation.finish() }
             for try await line in ResponseLines(base) { linesContinuation.yield(line) }
-            linesContinuation.finish()
         }
         var received = lines.makeAsyncIterator()
         let first = await received.next()
         XCTAssertEqual(first, "first")
-        // The view waits in the base, which ends when its task is cancelled.
+        // The view waits in the base, which ends when its task is cancelled; a cancellation that lands before the
+        // loop asks for its next line instead makes that `next()` throw `.cancelled` (ResponseLines' contract).
+        // Either way the loop ends, and no line comes after it.
         task.cancel()
-        try await task.value
+        do {
+            try await task.value
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled)
+        }
         let end = await received.next()
         XCTAssertNil(end)
         baseContinuation.finish()
