@@ -866,8 +866,10 @@ final class DownloadSlot: Sendable {
             salvaged: PartialDownload?
         )
     >((nil, false, false, nil, nil))
-    /// Held while a part is being kept (``salvage()``): file work, never while `state` is held.
-    private let salvaging = Protected(())
+    /// Held while a part is being kept (``salvage()``): file work, never while `state` is held. A `Bool` nobody
+    /// reads, not `Void`: a value of no size shares its address with the lock, and ThreadSanitizer then reports the
+    /// lock's own read as racing the access to the value.
+    private let salvaging = Protected(false)
 
     func hold(_ download: DownloadFile, keeping: PartialKeeping? = nil) {
         let cancelled = state.withLock { state in
