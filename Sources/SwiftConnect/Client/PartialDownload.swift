@@ -135,21 +135,9 @@ public struct PartialDownload: Sendable, Hashable {
     /// Writes the part (if `withPart`) then `rest` to `destination`, replacing what is there in one step as a
     /// download does (``ReplacementFile``).
     func place(at destination: URL, withPart: Bool, then rest: Data) throws {
-        let file = ReplacementFile.url(besides: destination, suffix: "download")
-        do {
-            let handle = try ReplacementFile.create(file, replacing: destination)
-            do {
-                if withPart { try copyBytes { try handle.write(contentsOf: $0) } }
-                try handle.write(contentsOf: rest)
-                try handle.close()
-            } catch {
-                try? handle.close()
-                throw error
-            }
-            try TransferOptions.moveIntoPlace(file, to: destination)
-        } catch {
-            try? FileManager.default.removeItem(at: file)
-            throw error
+        try ReplacementFile.write(to: destination) { handle in
+            if withPart { try copyBytes { try handle.write(contentsOf: $0) } }
+            try handle.write(contentsOf: rest)
         }
         discard()
     }

@@ -71,11 +71,23 @@ package enum ReplacementFile {
     ///   - destination: The file to write.
     /// - Throws: A `POSIXError` or the `FileHandle`'s error.
     package static func write(_ data: Data, to destination: URL) throws {
+        try write(to: destination) { try $0.write(contentsOf: data) }
+    }
+
+    /// Writes what `fill` writes to a new file beside `destination`, then puts it in place of `destination` in one
+    /// rename, with the rules above (a resumed download's part then its rest). A failure, `fill`'s included, removes
+    /// the new file and leaves `destination` as it was.
+    ///
+    /// - Parameters:
+    ///   - destination: The file to write.
+    ///   - fill: Writes the body to the new file's handle; the handle is closed after it.
+    /// - Throws: A `POSIXError`, the `FileHandle`'s error or `fill`'s.
+    package static func write(to destination: URL, _ fill: (FileHandle) throws -> Void) throws {
         let file = url(besides: destination, suffix: "download")
         do {
             let handle = try create(file, replacing: destination)
             do {
-                try handle.write(contentsOf: data)
+                try fill(handle)
                 try handle.close()
             } catch {
                 try? handle.close()
