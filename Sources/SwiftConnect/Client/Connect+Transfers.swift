@@ -241,7 +241,9 @@ extension Connect {
     /// destination it cannot use does: before anything is sent. Whenever the resume fails, its error's
     /// ``ConnectError/partialDownload`` holds every byte so far: a newer part when more arrived (the part it started
     /// from is then removed), else this part, as long as its file is there. Once the download succeeds, the part's
-    /// file is removed. Progress counts the whole file: the part's bytes are reported received first.
+    /// file is removed. Progress counts the whole file: the part's bytes are reported received first. So does the
+    /// size limit (``RequestOptions/maxResponseBytes``): a resume whose part and rest pass it fails with
+    /// ``ConnectError/Kind/responseTooLarge``, the part kept.
     ///
     /// ```swift
     /// do {

@@ -62,6 +62,8 @@ public struct RequestOptions: Sendable {
     }
     /// The most response-body bytes accepted; more fails with ``ConnectError/Kind/responseTooLarge``, and the rest
     /// of the body is not kept (on Linux it may still be read and dropped: ``TransferOptions/maxResponseBytes``).
+    /// A resumed download (``Connect/download(_:to:resuming:debugResponse:options:)``) counts its part with the rest:
+    /// the limit bounds the whole file, however many times it was resumed.
     /// Overrides the client's limit; `nil` keeps it. A negative limit fails the call with
     /// ``ConnectError/Kind/invalidRequest``, nothing sent.
     public var maxResponseBytes: Int? {

@@ -97,6 +97,52 @@ public struct TransferOptions: Sendable {
     /// The URL a download's connector asked for, before the middlewares: what a ``PartialDownload`` it keeps is for.
     var downloadSource: URL?
 
+    /// The bytes a download holds before the body of an answer with `statusCode` arrives: the part a resumed
+    /// download goes on from, for its `206`; else none. The size limit and progress count them with the body, so
+    /// that ``maxResponseBytes`` bounds the whole file however many times it was resumed.
+    ///
+    /// - Parameter statusCode: The response's status code.
+    /// - Returns: The part's length, or 0.
+    package func resumedBytes(statusCode: Int) -> Int64 {
+        guard statusCode == 206, destination != nil, let resuming else { return 0 }
+        return resuming.bytesReceived
+    }
+
+    /// Writes a download's body, read whole in memory (a transport that ignores transfer options, a recording
+    /// replayed), to ``destination``: after the part it resumed for a `206` whose `Content-Range` goes on from it,
+    /// in place of it otherwise. The file appears in one step, or not at all.
+    ///
+    /// - Parameters:
+    ///   - body: The answer's body.
+    ///   - response: The answer (its status and `Content-Range`).
+    ///   - destination: The file to write.
+    ///   - request: The request, for the errors.
+    /// - Throws: ``ConnectError/Kind/badResponse`` for a `206` for another range (the part left as it was),
+    ///   ``ConnectError/Kind/fileAccess`` when the file cannot be written.
+    package func writeDownload(_ body: Data, of response: ConnectResponse, to destination: URL, request: URLRequest?)
+        throws
+    {
+        let resumed = response.statusCode == 206 ? resuming : nil
+        if let resumed, let problem = resumed.rangeProblem(response.storedHead.value(of: "Content-Range")) {
+            throw ConnectError(
+                .badResponse, message: problem, request: request.map { .foundation($0) }, head: response.storedHead)
+        }
+        do {
+            if let resumed {
+                try resumed.place(at: destination, withPart: true, then: body)
+            } else {
+                try ReplacementFile.write(body, to: destination)
+                resuming?.discard()
+            }
+        } catch {
+            // With the answer's head: the server answered, and the caller learns how, though the body could not be
+            // kept.
+            var failure = ConnectError.fileAccess(error, url: destination, request: request)
+            failure.storedHead = response.storedHead
+            throw failure
+        }
+    }
+
     /// Whether nothing beyond a plain in-memory exchange is asked for.
     var isPlain: Bool {
         bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil

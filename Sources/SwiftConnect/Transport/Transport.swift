@@ -238,12 +238,16 @@ private func inMemory(
     throws -> ConnectResponse
 {
     // The limit every engine applies: the caller's; a download's error body is cut to its first MiB instead.
-    if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), response.data.count > limit {
+    // A resumed download's part counts with the body, for the limit and for progress: the whole file.
+    let resumedBytes = transfer.resumedBytes(statusCode: response.statusCode)
+    if let limit = transfer.responseBodyLimit(statusCode: response.statusCode),
+        resumedBytes + Int64(response.data.count) > Int64(limit)
+    {
         throw ConnectError.responseTooLarge(limit: limit, request: request, response: response.response)
     }
     var response = response
     transfer.keepErrorBodyStart(of: &response, request: request)
-    let received = Int64(response.data.count)
+    let received = resumedBytes + Int64(response.data.count)
     // The one report, once the answer is complete: for a download, once its file is in place.
     let reportProgress = {
         transfer.progress?(
@@ -267,24 +271,7 @@ private func inMemory(
         reportProgress()
         return response
     }
-    // A resumed download answered 206 goes on from its part; any other success replaces it.
-    let resumed = response.statusCode == 206 ? transfer.resuming : nil
-    if let resumed, let problem = resumed.rangeProblem(response.storedHead.value(of: "Content-Range")) {
-        throw ConnectError(.badResponse, message: problem, request: .foundation(request), head: response.storedHead)
-    }
-    do {
-        if let resumed {
-            try resumed.place(at: destination, withPart: true, then: response.data)
-        } else {
-            try ReplacementFile.write(response.data, to: destination)
-            transfer.resuming?.discard()
-        }
-    } catch {
-        // With the answer's head: the server answered, and the caller learns how, though the body could not be kept.
-        var failure = ConnectError.fileAccess(error, url: destination, request: request)
-        failure.storedHead = response.storedHead
-        throw failure
-    }
+    try transfer.writeDownload(response.data, of: response, to: destination, request: request)
     reportProgress()
     var written = response
     written.data = Data()

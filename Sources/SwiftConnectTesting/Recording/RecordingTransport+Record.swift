@@ -90,11 +90,16 @@ extension RecordingTransport {
                                 started: (started, start), transfer: transfer)))
                     return
                 }
-                // A download's body is in the file the wrapped transport wrote: recorded from there.
+                // A download's body is in the file the wrapped transport wrote: recorded from there. A resumed
+                // download's file starts with its part, which the server did not send now: the 206's body is the
+                // rest, and the whole file goes in place.
                 var whole = response
                 if let file = response.fileURL {
                     do {
-                        whole.data = try Data(contentsOf: file)
+                        let contents = try Data(contentsOf: file)
+                        let resumedBytes = transfer.resumedBytes(statusCode: response.statusCode)
+                        downloaded = contents
+                        whole.data = Data(contents.dropFirst(Int(min(resumedBytes, Int64(contents.count)))))
                     } catch {
                         download?.discard()
                         recording.end()
@@ -104,7 +109,6 @@ extension RecordingTransport {
                         return
                     }
                     whole.fileURL = nil
-                    downloaded = whole.data
                 }
                 let responseSecrets = secretsKnown(after: whole, of: request, adding: secrets)
                 entry = HAR.Entry(

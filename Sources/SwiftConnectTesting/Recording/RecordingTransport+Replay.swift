@@ -169,7 +169,11 @@ extension RecordingTransport {
         transfer.keepErrorBodyStart(
             of: &response, request: request.urlRequest, alreadyCut: entry.response.bodyCut == true)
         let data = response.data
-        if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), data.count > limit {
+        // A resumed download's part counts with the body, for the limit and for progress: the whole file.
+        let resumedBytes = transfer.resumedBytes(statusCode: response.statusCode)
+        if let limit = transfer.responseBodyLimit(statusCode: response.statusCode),
+            resumedBytes + Int64(data.count) > Int64(limit)
+        {
             let message = "the response body is larger than the limit of \(limit) bytes"
             return Future(
                 error: ConnectError(
@@ -179,7 +183,7 @@ extension RecordingTransport {
         let reportProgress = {
             guard let progress = transfer.progress else { return }
             let sent = Int64(request.httpBody?.count ?? 0)
-            let received = Int64(data.count)
+            let received = resumedBytes + Int64(data.count)
             progress(
                 TransferProgress(
                     bytesSent: sent, totalBytesToSend: sent, bytesReceived: received, totalBytesToReceive: received))
@@ -188,11 +192,12 @@ extension RecordingTransport {
             reportProgress()
             return Future(value: response)
         }
-        // A download: the recorded body goes to its file, as the wrapped transport wrote it.
+        // A download: the recorded body goes to its file (after the part a 206 resumes), as the wrapped transport
+        // wrote it.
         do {
-            try ReplacementFile.write(data, to: destination)
+            try transfer.writeDownload(data, of: response, to: destination, request: request.urlRequest)
         } catch {
-            return Future(error: ConnectError.fileAccess(error, url: destination, request: request.urlRequest))
+            return Future(error: error)
         }
         reportProgress()
         var written = response

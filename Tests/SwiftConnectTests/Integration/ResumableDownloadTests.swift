@@ -24,6 +24,8 @@ final class ResumableDownloadTests: IntegrationTestCase {
         private var _cutAfter: Int?
         /// How the next request with a `Range` is answered, whatever it asks.
         private var _rangeAnswer: RangeAnswer = .honour
+        /// Whether answers are sent chunked, with no `Content-Length`.
+        private var _chunked = false
 
         enum RangeAnswer {
             case honour, ignore, fromStart
@@ -32,7 +34,7 @@ final class ResumableDownloadTests: IntegrationTestCase {
 
         func set(
             body: Data? = nil, validator: (name: String, value: String)?? = nil, cutAfter: Int?? = nil,
-            rangeAnswer: RangeAnswer? = nil
+            rangeAnswer: RangeAnswer? = nil, chunked: Bool? = nil
         ) {
             lock.lock()
             defer { lock.unlock() }
@@ -40,6 +42,7 @@ final class ResumableDownloadTests: IntegrationTestCase {
             if let validator { _validator = validator }
             if let cutAfter { _cutAfter = cutAfter }
             if let rangeAnswer { _rangeAnswer = rangeAnswer }
+            if let chunked { _chunked = chunked }
         }
 
         func answer(_ request: LocalServer.Request) -> LocalServer.Response {
@@ -76,7 +79,8 @@ final class ResumableDownloadTests: IntegrationTestCase {
                 return LocalServer.Response(
                     status: status, headers: headers, body: slice, fault: .closeMidBody(afterBytes: cut))
             }
-            return LocalServer.Response(status: status, headers: headers, body: slice)
+            return LocalServer.Response(
+                status: status, headers: headers, body: slice, fault: _chunked ? .chunked : .normal)
         }
     }
 
@@ -140,6 +144,33 @@ final class ResumableDownloadTests: IntegrationTestCase {
         XCTAssertEqual(resume.header("If-Range"), "\"v1\"")
         XCTAssertFalse(FileManager.default.fileExists(atPath: partial.fileURL.path), "the part was used up")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["movie.bin"])
+    }
+
+    /// The size limit bounds the whole file: a resume whose part and rest together pass it is refused, whether the
+    /// rest's length is declared (refused before any of it is read) or counted as it arrives (chunked); the part comes
+    /// back untouched and nothing is at the destination. A limit the whole file fits lets the resume through.
+    func testTheSizeLimitCountsThePartWithTheRest() throws {
+        let partial = try cutDownload()
+        defer { partial.discard() }
+        let tooSmall = RequestOptions(maxResponseBytes: Self.body.count - 1)
+        for chunked in [false, true] {
+            site.set(chunked: chunked)
+            XCTAssertThrowsError(
+                try connect.download(Route("/movie"), to: destination, resuming: partial, options: tooSmall)
+                    .wait(timeout: 30), "chunked: \(chunked)"
+            ) {
+                XCTAssertEqual(($0 as? ConnectError)?.kind, .responseTooLarge, "chunked: \(chunked): \($0)")
+                XCTAssertEqual(($0 as? ConnectError)?.partialDownload, partial, "chunked: \(chunked)")
+            }
+            XCTAssertEqual(try Data(contentsOf: partial.fileURL), Self.body.prefix(Int(partial.bytesReceived)))
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], "chunked: \(chunked)")
+        }
+        site.set(chunked: false)
+        let fits = RequestOptions(maxResponseBytes: Self.body.count)
+        XCTAssertEqual(
+            try connect.download(Route("/movie"), to: destination, resuming: partial, options: fits).wait(timeout: 30),
+            destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
     }
 
     /// A `Last-Modified` stands for the validator when there is no `ETag`; a weak `ETag` does not count.

@@ -108,6 +108,74 @@ final class PartialDownloadTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), Data("whole".utf8), "the destination is as it was")
     }
 
+    /// Through a transport that answers in memory, the size limit and progress count the part with the 206's body:
+    /// the whole file. Over the limit, the part comes back untouched and the destination is not written.
+    func testAnInMemoryResumeCountsThePartForTheLimitAndProgress() throws {
+        let fake = FakeTransport()
+        let connect = Connect(
+            transport: fake, retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .https, host: "api.example.com"))
+        let destination = folder.appendingPathComponent("file.bin")
+        fake.stub(
+            "/files/7",
+            with: .data(Data("efghij".utf8), status: 206, headers: ["Content-Range": "bytes 4-9/10", "ETag": "\"v1\""]))
+        let part = try partial(Data("abcd".utf8))
+        XCTAssertThrowsError(
+            try connect.download(
+                Route("/files/7"), to: destination, resuming: part, options: RequestOptions(maxResponseBytes: 9)
+            ).wait(timeout: 10)
+        ) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .responseTooLarge, "\($0)")
+            XCTAssertEqual(($0 as? ConnectError)?.partialDownload, part)
+        }
+        XCTAssertEqual(try Data(contentsOf: part.fileURL), Data("abcd".utf8))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+
+        let reports = Protected<[TransferProgress]>([])
+        let options = RequestOptions(
+            maxResponseBytes: 10, progress: { report in reports.withLock { $0.append(report) } })
+        XCTAssertEqual(
+            try connect.download(Route("/files/7"), to: destination, resuming: part, options: options).wait(
+                timeout: 10),
+            destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("abcdefghij".utf8))
+        XCTAssertEqual(reports.snapshot.last?.bytesReceived, 10, "\(reports.snapshot)")
+        XCTAssertEqual(reports.snapshot.last?.totalBytesToReceive, 10, "\(reports.snapshot)")
+    }
+
+    /// Recorded, a resumed download keeps in the recording the 206's body the server sent (not the whole file, which
+    /// starts with the part): its replay, resuming the same part, writes the whole file again.
+    func testARecordedResumeRecordsTheRestAndReplaysTheWholeFile() throws {
+        let fake = FakeTransport()
+        fake.stub(
+            "/files/7",
+            with: .data(
+                Data("efghij".utf8), status: 206,
+                headers: ["Content-Range": "bytes 4-9/10", "ETag": "\"v1\"", "Content-Length": "6"]))
+        let har = folder.appendingPathComponent("resume.har")
+        let destination = folder.appendingPathComponent("file.bin")
+        func connect(_ transport: any Transport) -> Connect {
+            Connect(
+                transport: transport, retryPolicy: nil,
+                configuration: ServerConfiguration(scheme: .https, host: "api.example.com"))
+        }
+        let recorder = RecordingTransport(fileURL: har, wrapping: fake, mode: .record)
+        XCTAssertEqual(
+            try connect(recorder).download(Route("/files/7"), to: destination, resuming: try partial(Data("abcd".utf8)))
+                .wait(timeout: 10), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("abcdefghij".utf8))
+        XCTAssertEqual(try HAR(contentsOf: har).log.entries.first?.response.content.data, Data("efghij".utf8))
+
+        try FileManager.default.removeItem(at: destination)
+        let replay = RecordingTransport(fileURL: har, mode: .replay)
+        let part = try partial(Data("abcd".utf8))
+        XCTAssertEqual(
+            try connect(replay).download(Route("/files/7"), to: destination, resuming: part).wait(timeout: 10),
+            destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("abcdefghij".utf8))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: part.fileURL.path), "the part was used up")
+    }
+
     /// A download stopped by the call's deadline after part of its body arrived keeps nothing yet: the call's
     /// deadline cancels the exchange as a caller's cancellation does, and the part goes. No file is left behind.
     func testADownloadStoppedByItsDeadlineLeavesNoPart() throws {

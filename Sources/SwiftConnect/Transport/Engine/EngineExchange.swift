@@ -471,10 +471,6 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         // A download's error body stays in memory: its start kept even when the caller set no limit, the rest let go.
         let kept = transfer.keptErrorBodyLimit(statusCode: status).map { Int64($0) }
         let bodyLimit = transfer.responseBodyLimit(statusCode: status)
-        if let limit = bodyLimit, let declared, declared > Int64(limit) {
-            throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
-        }
-        let limit = bodyLimit.map { Int64($0) } ?? .max
         // A successful download goes to a file beside its destination; any other body stays in memory.
         let destination = (200..<300).contains(status) ? transfer.destination : nil
         // A resumed download answered 206 goes on from the part it kept: that part first, then the new bytes.
@@ -483,7 +479,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // The part stays as it was: the client's method hands it back with the error.
             throw ConnectError(.badResponse, message: problem, request: .sent(original), head: head.storedHead)
         }
-        let base = resumed?.bytesReceived ?? 0
+        // The part counts against the limit with the new bytes: the limit bounds the whole file.
+        let base = transfer.resumedBytes(statusCode: status)
+        if let limit = bodyLimit, base + (declared ?? 0) > Int64(limit) {
+            throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
+        }
+        let limit = bodyLimit.map { Int64($0) } ?? .max
         let download = try destination.map {
             (url: $0, file: try openDownloadFile(besides: $0, answer: head, keeping: partialKeeping(of: head)))
         }
@@ -514,7 +515,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     cut = ConnectError.responseTooLarge(limit: Int(kept), sent: original, answer: head)
                     break
                 }
-                try count(part, into: &received, limit: limit, head: head)
+                try count(part, into: &received, limit: limit, after: base, head: head)
                 if let download {
                     try fileAccess(download.url, answer: head) { try download.file.write(part) }
                 } else if body.isEmpty {
@@ -601,10 +602,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             request: .sent(original), head: head.storedHead)
     }
 
-    /// Adds `part` to the bytes `received` so far; over `limit`, the body is refused.
-    private func count(_ part: Data, into received: inout Int64, limit: Int64, head: ConnectResponse) throws {
+    /// Adds `part` to the bytes `received` so far; over `limit` with the `already` held before the body (a resumed
+    /// download's part), the body is refused.
+    private func count(
+        _ part: Data, into received: inout Int64, limit: Int64, after already: Int64 = 0, head: ConnectResponse
+    ) throws {
         received += Int64(part.count)
-        guard received <= limit else {
+        guard received <= limit - already else {
             throw ConnectError.responseTooLarge(
                 limit: Int(limit), sent: original, answer: head)
         }
