@@ -434,13 +434,17 @@ public final class ResponseBodyStream: Sendable {
         armIdleTimeout(after: seconds, limit: seconds)
     }
 
+    /// Where a stream's idle timeout is set, as its errors name it: the stream's own, else the call's, which a stream
+    /// takes when it sets none.
+    private static let idleTimeoutSetting = "StreamingOptions.idleTimeout, or RequestOptions.idleTimeout when unset"
+
     /// The error of a stream that received no bytes for `limit` seconds with none waiting to be read
     /// (``StreamingOptions/idleTimeout``).
     package static func idleTimeoutError(after limit: TimeInterval) -> ConnectError {
         ConnectError(
             .timedOut,
             message: "the stream received no bytes for \(limit) s with none waiting to be read "
-                + "(StreamingOptions.idleTimeout)",
+                + "(\(idleTimeoutSetting))",
             underlyingError: URLError(.timedOut))
     }
 
@@ -452,7 +456,7 @@ public final class ResponseBodyStream: Sendable {
         ConnectError(
             .timedOut,
             message: "no response head within \(limit) s after the request was handed to the transport, its upload "
-                + "included (StreamingOptions.idleTimeout)",
+                + "included (\(idleTimeoutSetting))",
             underlyingError: URLError(.timedOut))
     }
 

@@ -69,7 +69,8 @@ final class IdleTimeoutIntegrationTests: XCTestCase {
         XCTAssertTrue(server.waitUntilIdle(timeout: 30), "the exchange was not stopped")
     }
 
-    /// A streamed call whose `StreamingOptions` set no idle timeout takes the call's, the wait for its head included.
+    /// A streamed call whose `StreamingOptions` set no idle timeout takes the call's, the wait for its head included;
+    /// its error names both settings, the call's among them.
     func testAStreamTakesTheCallsIdleTimeout() {
         server.route("GET", "/silent-stream") { _ in LocalServer.Response.status(200).withFault(.neverFinishHeaders) }
         let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
@@ -78,6 +79,7 @@ final class IdleTimeoutIntegrationTests: XCTestCase {
         XCTAssertEqual(error?.kind, .timedOut, "\(String(describing: error))")
         let message = error?.message ?? ""
         XCTAssertTrue(message.contains("no response head within 0.5 s"), message)
+        XCTAssertTrue(message.contains("RequestOptions.idleTimeout"), message)
         XCTAssertTrue(server.waitUntilIdle(timeout: 30), "the exchange was not stopped")
     }
 
