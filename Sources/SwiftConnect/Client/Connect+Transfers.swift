@@ -181,7 +181,10 @@ extension Connect {
     /// A timeout, a failure or a cancellation before the whole body has arrived leaves the destination as it was. When
     /// part of a successful body had arrived (the connection was lost, the transport failed), and the answer named a
     /// strong `ETag` or a `Last-Modified`, the error's ``ConnectError/partialDownload`` keeps that part, to go on from
-    /// with ``download(_:to:resuming:debugResponse:options:)``. The call's deadline and a cancellation keep nothing.
+    /// with ``download(_:to:resuming:debugResponse:options:)``. A retry (the client's ``RetryPolicy`` retries a lost
+    /// connection and a timeout) resumes from that part itself, rather than starting the body again; the failure that
+    /// ends the call hands over the newest part. A cancellation keeps nothing, nor does the call's deadline of the
+    /// transfer it stops (a part an earlier attempt kept is handed over with the timeout).
     /// Once the body is moved into place (the call's last step, before the last progress report), the new file
     /// stays: a cancellation or the deadline landing then is still what the future reports. The client's
     /// validators and processors run after that step too: one that rejects the answer fails the call, and the new
@@ -203,25 +206,7 @@ extension Connect {
         debugResponse: Bool = false,
         options: RequestOptions = RequestOptions()
     ) -> Future<URL> {
-        start(connector, debugResponse: debugResponse, options: options) { request, transfer in
-            try TransferOptions.checkDestination(destination, stored: .sent(request))
-            transfer.destination = destination
-            transfer.downloadSource = request.url
-        }.map { response in
-            // An error status the error handler let through is still no file: its body (an error page) must not
-            // replace what is at the destination.
-            guard response.isSuccess else { throw ConnectError.httpStatus(response) }
-            guard let file = response.fileURL else {
-                // A transport that ignores transfer options: write what arrived in memory.
-                do {
-                    try ReplacementFile.write(response.data, to: destination)
-                } catch {
-                    throw ConnectError.fileAccess(error, url: destination, stored: response.storedRequest)
-                }
-                return destination
-            }
-            return file
-        }
+        download(connector, to: destination, from: nil, debugResponse: debugResponse, options: options)
     }
 
     /// Resumes a download that failed part-way: asks the server for the rest of the body with `Range` and `If-Range`
@@ -241,7 +226,8 @@ extension Connect {
     /// destination it cannot use does: before anything is sent. Whenever the resume fails, its error's
     /// ``ConnectError/partialDownload`` holds every byte so far: a newer part when more arrived (the part it started
     /// from is then removed), else this part, as long as its file is there. Once the download succeeds, the part's
-    /// file is removed. Progress counts the whole file: the part's bytes are reported received first. So does the
+    /// file is removed. A retry after a resume that was cut again goes on from the newer part. Progress counts the
+    /// whole file: the part's bytes are reported received first. So does the
     /// size limit (``RequestOptions/maxResponseBytes``): a resume whose part and rest pass it fails with
     /// ``ConnectError/Kind/responseTooLarge``, the part kept.
     ///
@@ -268,64 +254,99 @@ extension Connect {
         debugResponse: Bool = false,
         options: RequestOptions = RequestOptions()
     ) -> Future<URL> {
-        start(connector, debugResponse: debugResponse, options: options) { request, transfer in
+        download(connector, to: destination, from: partial, debugResponse: debugResponse, options: options)
+    }
+
+    /// Both download methods: from the start, or from the app's `partial`. A retry after an attempt that kept a part
+    /// resumes from that part (``DownloadResumption``); the failure that ends the call hands over the newest part.
+    private func download(
+        _ connector: any Connector, to destination: URL, from partial: PartialDownload?, debugResponse: Bool,
+        options: RequestOptions
+    ) -> Future<URL> {
+        let resumption = DownloadResumption(starting: partial)
+        return start(connector, debugResponse: debugResponse, options: options) { request, transfer in
             try TransferOptions.checkDestination(destination, stored: .sent(request))
-            guard request.url.absoluteString == partial.source.url.absoluteString else {
-                throw ConnectError(
-                    .invalidRequest,
-                    message: "the partial download was made for \(partial.source), not for "
-                        + "\(Redaction.url(request.url, redacting: true)): resume it with the request it answered",
-                    request: .sent(request))
+            if let partial {
+                guard request.url.absoluteString == partial.source.url.absoluteString else {
+                    throw ConnectError(
+                        .invalidRequest,
+                        message: "the partial download was made for \(partial.source), not for "
+                            + "\(Redaction.url(request.url, redacting: true)): resume it with the request it answered",
+                        request: .sent(request))
+                }
+                try partial.checkFile(request: request)
+                request.setValue(partial.range, forHTTPHeaderField: "Range")
+                request.setValue(partial.validator, forHTTPHeaderField: "If-Range")
             }
-            try partial.checkFile(request: request)
-            request.setValue(partial.range, forHTTPHeaderField: "Range")
-            request.setValue(partial.validator, forHTTPHeaderField: "If-Range")
             transfer.destination = destination
             transfer.downloadSource = request.url
             transfer.resuming = partial
+            transfer.resumption = resumption
         }.map { response in
+            // An error status the error handler let through is still no file: its body (an error page) must not
+            // replace what is at the destination.
             guard response.isSuccess else { throw ConnectError.httpStatus(response) }
+            // The part the last attempt went on from: the app's, or one an earlier attempt kept.
+            let part = resumption.latest
             guard let file = response.fileURL else {
                 // A transport that ignores transfer options: the part (for a 206) and what arrived in memory.
-                let resumes = response.statusCode == 206
-                if resumes, let problem = partial.rangeProblem(response.storedHead.value(of: "Content-Range")) {
+                let resumed = response.statusCode == 206 ? part : nil
+                if let resumed, let problem = resumed.rangeProblem(response.storedHead.value(of: "Content-Range")) {
                     throw ConnectError(
                         .badResponse, message: problem, request: response.storedRequest, head: response.storedHead)
                 }
                 do {
-                    try partial.place(at: destination, withPart: resumes, then: response.data)
+                    if let resumed {
+                        try resumed.place(at: destination, withPart: true, then: response.data)
+                    } else {
+                        try ReplacementFile.write(response.data, to: destination)
+                        part?.discard()
+                    }
                 } catch {
                     throw ConnectError.fileAccess(error, url: destination, stored: response.storedRequest)
                 }
+                partial?.discard()
                 return destination
             }
+            // The engine used up the part it resumed; the app's goes too when a newer one took its place.
+            partial?.discard()
             return file
         }.recover { error -> Future<URL> in
-            guard var failure = error as? ConnectError else { throw error }
-            guard failure.statusCode == 416 else {
-                if let newer = failure.partialDownload, newer != partial {
-                    // A newer part holds every byte of this one (and the retries are over): this one goes.
-                    partial.discard()
-                } else if FileManager.default.fileExists(atPath: partial.fileURL.path) {
-                    // Nothing newer was kept: this part is still every byte so far, for the app to resume again.
-                    failure.partialDownload = partial
-                }
+            var callsPart = resumption.takeTheCalls()
+            guard var failure = error as? ConnectError else {
+                callsPart?.discard()
+                throw error
+            }
+            if failure.isCancelled {
+                // Nobody resumes from the part of a cancelled call (the app's stays the app's).
+                callsPart?.discard()
+                callsPart = nil
+            }
+            // The newest part: the failure's own, else the one an earlier attempt kept, else the app's, while its
+            // file is there. It holds every byte of the others, which go.
+            let isThere = { (part: PartialDownload) in FileManager.default.fileExists(atPath: part.fileURL.path) }
+            let latest =
+                failure.partialDownload ?? callsPart.flatMap { isThere($0) ? $0 : nil }
+                ?? partial.flatMap { isThere($0) ? $0 : nil }
+            for older in [callsPart, partial].compactMap({ $0 }) where older != latest { older.discard() }
+            guard failure.statusCode == 416, let latest else {
+                failure.partialDownload = latest
                 throw failure
             }
             // A 416 answers a range that starts at the body's end: the part is the whole body.
             let field = failure.storedHead?.value(of: "Content-Range")
-            guard PartialDownload.unsatisfiedLength(field) == partial.bytesReceived else {
+            guard PartialDownload.unsatisfiedLength(field) == latest.bytesReceived else {
                 failure = ConnectError(
                     .badResponse,
-                    message: "asked for the bytes from \(partial.bytesReceived) (Range: \(partial.range)), the server "
+                    message: "asked for the bytes from \(latest.bytesReceived) (Range: \(latest.range)), the server "
                         + "answered 416 with Content-Range: \(field ?? "(none)")",
                     request: failure.storedRequest, head: failure.storedHead, body: failure.body,
                     underlyingError: failure)
-                failure.partialDownload = partial
+                failure.partialDownload = latest
                 throw failure
             }
             do {
-                try partial.place(at: destination, withPart: true, then: Data())
+                try latest.place(at: destination, withPart: true, then: Data())
             } catch {
                 throw ConnectError.fileAccess(error, url: destination, stored: failure.storedRequest)
             }

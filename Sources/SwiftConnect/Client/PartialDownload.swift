@@ -14,7 +14,8 @@ import Foundation
 /// ``ConnectError/partialDownload``. It keeps none when the body was refused (a size limit, a file that could not be
 /// written), when nothing of it arrived, or when the call was stopped by its deadline or cancelled (both cancel the
 /// transfer, and its part is removed). For a large download, a long `timeout` and a short `idleTimeout` make a
-/// stalled connection end in a part you can resume.
+/// stalled connection end in a part you can resume. A client that retries does so itself: its next attempt asks for
+/// the rest, and only the part of the last attempt reaches you.
 ///
 /// The file is the app's: nothing removes it but a resumed download that succeeds or keeps a newer part in its place.
 /// Call ``discard()`` when the part is no longer wanted, as you would drop Alamofire's resume data.
@@ -173,4 +174,52 @@ struct PartialKeeping: Sendable {
     let validator: String
     let source: URL
     let totalLength: Int64?
+}
+
+/// The newest part of a download that one call holds, shared by the call's attempts and its download method: a retry
+/// resumes from it (`RetryingCall`), and the failure that ends the call hands it over
+/// (``ConnectError/partialDownload``).
+///
+/// It starts with the part the app asked to resume, if any, which stays the app's: the download method removes it once
+/// the call succeeds or hands over a newer one. A part an attempt of the call kept is the call's: removed when a newer
+/// one replaces it, handed over by the call's failure, or removed when the call is cancelled.
+final class DownloadResumption: Sendable {
+    private struct Parts {
+        /// The part the next attempt resumes from.
+        var latest: PartialDownload?
+        /// Whether ``latest`` is the call's own (an attempt kept it), not the app's.
+        var isTheCalls = false
+    }
+
+    private let parts: Protected<Parts>
+
+    /// - Parameter part: The part the app asked to resume, or `nil` for a download from the start.
+    init(starting part: PartialDownload?) {
+        parts = Protected(Parts(latest: part))
+    }
+
+    /// The part the next attempt resumes from, if any.
+    var latest: PartialDownload? {
+        parts.withLock { $0.latest }
+    }
+
+    /// A failed attempt kept `newer`, which holds every byte of the part before it: the next attempt resumes from it,
+    /// and the part before it goes if it was the call's.
+    func advance(to newer: PartialDownload) {
+        let replaced = parts.withLock { parts -> PartialDownload? in
+            defer { parts = Parts(latest: newer, isTheCalls: true) }
+            return parts.isTheCalls && parts.latest != newer ? parts.latest : nil
+        }
+        replaced?.discard()
+    }
+
+    /// Takes the call's own part, leaving the app's or none: for the failure that ends the call to hand over, or to
+    /// remove when nobody will (the call was cancelled). Whoever takes it first owns it.
+    func takeTheCalls() -> PartialDownload? {
+        parts.withLock { parts -> PartialDownload? in
+            guard parts.isTheCalls, let part = parts.latest else { return nil }
+            parts = Parts()
+            return part
+        }
+    }
 }

@@ -211,6 +211,13 @@ final class RetryingCall:
             context.transfer.progress = progress.handler
             withState { $0.progress = progress }
         }
+        // A download an earlier attempt cut resumes from the part it kept, rather than starting again.
+        var request = self.request
+        if let part = context.transfer.resumption?.latest {
+            request.setValue(part.range, forHTTPHeaderField: "Range")
+            request.setValue(part.validator, forHTTPHeaderField: "If-Range")
+            context.transfer.resuming = part
+        }
         let advice = context.retryAdvice
         let future = send(request, context)
         let (isOver, abandoned) = withState { state -> (Bool, Bool) in
@@ -272,10 +279,18 @@ final class RetryingCall:
                 return end(with: reporting(attempt, on: result))
             }
         }
-        // Another attempt follows: this one's body was not the call's, nor is the part of a download it kept (the
-        // next attempt starts the body again).
+        // Another attempt follows: this one's body was not the call's. The part of a download it kept is where the
+        // next attempt resumes (a call that cannot resume starts the body again, and the part goes).
         progress?.settle(isTheAnswer: false)
-        Self.partialDownload(of: result)?.discard()
+        if let part = Self.partialDownload(of: result) {
+            if let resumption = context.transfer.resumption {
+                resumption.advance(to: part)
+                // The call ended meanwhile (cancelled, or its deadline passed): no attempt resumes from the part.
+                if withState({ $0.isOver }) { resumption.takeTheCalls()?.discard() }
+            } else {
+                part.discard()
+            }
+        }
         // No wait: the next attempt starts now, on this thread (the trampoline keeps the stack flat).
         guard wait > 0 else { return startAttempts() }
         withState { $0.waitingAfter = attempt }
@@ -487,6 +502,9 @@ final class RetryingCall:
         // Stopped by the deadline, the attempt's chain fails as the call does (its plugins hear it timed out); by the
         // caller, as cancelled.
         if case .failure(let error)? = result { inFlight?.cancel(failingWith: error) } else { inFlight?.cancel() }
+        // Cancelled, nobody hears of the part of a download an earlier attempt kept: it goes. (Any other end leaves
+        // it to the download method, which hands it over with the call's failure.)
+        if result == nil { context.transfer.resumption?.takeTheCalls()?.discard() }
         if let result { promise.completeIfPending(with: result) }
     }
 

@@ -97,6 +97,9 @@ public struct TransferOptions: Sendable {
     /// The URL a download's connector asked for, before the middlewares: what a ``PartialDownload`` it keeps is for.
     var downloadSource: URL?
 
+    /// The newest part a download call holds, for its retries to resume from (``DownloadResumption``).
+    var resumption: DownloadResumption?
+
     /// The bytes a download holds before the body of an answer with `statusCode` arrives: the part a resumed
     /// download goes on from, for its `206`; else none. The size limit and progress count them with the body, so
     /// that ``maxResponseBytes`` bounds the whole file however many times it was resumed.

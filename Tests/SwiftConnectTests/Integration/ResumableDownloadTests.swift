@@ -20,8 +20,8 @@ final class ResumableDownloadTests: IntegrationTestCase {
         private let lock = NSLock()
         private var _body = ResumableDownloadTests.body
         private var _validator: (name: String, value: String)? = ("ETag", "\"v1\"")
-        /// The byte after which the next answer is cut, if it is to be.
-        private var _cutAfter: Int?
+        /// The bytes after which the next answers are cut, one an answer, in order.
+        private var _cuts: [Int] = []
         /// How the next request with a `Range` is answered, whatever it asks.
         private var _rangeAnswer: RangeAnswer = .honour
         /// Whether answers are sent chunked, with no `Content-Length`.
@@ -34,13 +34,14 @@ final class ResumableDownloadTests: IntegrationTestCase {
 
         func set(
             body: Data? = nil, validator: (name: String, value: String)?? = nil, cutAfter: Int?? = nil,
-            rangeAnswer: RangeAnswer? = nil, chunked: Bool? = nil
+            cuts: [Int]? = nil, rangeAnswer: RangeAnswer? = nil, chunked: Bool? = nil
         ) {
             lock.lock()
             defer { lock.unlock() }
             if let body { _body = body }
             if let validator { _validator = validator }
-            if let cutAfter { _cutAfter = cutAfter }
+            if let cutAfter { _cuts = cutAfter.map { [$0] } ?? [] }
+            if let cuts { _cuts = cuts }
             if let rangeAnswer { _rangeAnswer = rangeAnswer }
             if let chunked { _chunked = chunked }
         }
@@ -74,8 +75,8 @@ final class ResumableDownloadTests: IntegrationTestCase {
                 case .honour: break
                 }
             }
-            if let cut = _cutAfter {
-                _cutAfter = nil
+            if !_cuts.isEmpty {
+                let cut = _cuts.removeFirst()
                 return LocalServer.Response(
                     status: status, headers: headers, body: slice, fault: .closeMidBody(afterBytes: cut))
             }
@@ -144,6 +145,117 @@ final class ResumableDownloadTests: IntegrationTestCase {
         XCTAssertEqual(resume.header("If-Range"), "\"v1\"")
         XCTAssertFalse(FileManager.default.fileExists(atPath: partial.fileURL.path), "the part was used up")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["movie.bin"])
+    }
+
+    /// A retry clock that says when a retry waits; one that `holds` never runs the retry (no wait is 0 s with it).
+    private final class WaitingClock: RetryClock, @unchecked Sendable {
+        // `actions` is read and written under `lock`.
+        private let lock = NSLock()
+        private var actions: [@Sendable () -> Void] = []
+        let scheduled = DispatchSemaphore(value: 0)
+        let holds: Bool
+
+        init(holds: Bool) { self.holds = holds }
+
+        var now: Date { Date() }
+
+        func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable {
+            if holds {
+                lock.lock()
+                actions.append(action)
+                lock.unlock()
+            } else {
+                action()
+            }
+            scheduled.signal()
+            return Cancel()
+        }
+
+        struct Cancel: RetryCancellable {
+            func cancel() {}
+        }
+    }
+
+    private func retryingClient(attempts: Int, clock: WaitingClock = WaitingClock(holds: false)) -> Connect {
+        Connect(
+            transport: TransportUnderTest.make(),
+            retryPolicy: RetryPolicy(
+                maxAttempts: attempts, baseDelay: clock.holds ? 1 : 0, jitter: RetryPolicy.noJitter, clock: clock),
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
+    }
+
+    /// The `Range` start each request asked for (0 for none), in order.
+    private func rangeStarts() -> [Int64] {
+        server.requests.map { request in
+            guard let range = request.header("Range") else { return 0 }
+            return Int64(range.dropFirst("bytes=".count).dropLast()) ?? -1
+        }
+    }
+
+    /// A retry after a cut resumes from the part the cut attempt kept, with its validator, rather than starting
+    /// again: three attempts, each from where the one before stopped, write exactly the body; no part is left.
+    func testARetryResumesFromThePartTheCutAttemptKept() throws {
+        let before = Self.partialFiles()
+        site.set(cuts: [80_000, 50_000])
+        let connect = retryingClient(attempts: 3)
+        XCTAssertEqual(try connect.download(Route("/movie"), to: destination).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
+        let starts = rangeStarts()
+        XCTAssertEqual(starts.count, 3, "\(starts)")
+        XCTAssertEqual(starts.first, 0)
+        XCTAssertEqual(starts, starts.sorted(), "each attempt goes on from the one before: \(starts)")
+        XCTAssertGreaterThan(starts.last ?? 0, 80_000, "\(starts)")
+        XCTAssertEqual(server.requests.dropFirst().map { $0.header("If-Range") }, ["\"v1\"", "\"v1\""])
+        XCTAssertEqual(Self.partialFiles(), before, "no part is left")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["movie.bin"])
+    }
+
+    /// The attempts run out: the failure hands over the newest part, which holds every byte so far (the older one is
+    /// gone), and resuming it finishes the body.
+    func testRetriesThatRunOutHandOverTheNewestPart() throws {
+        let before = Self.partialFiles()
+        site.set(cuts: [80_000, 50_000])
+        let result = try retryingClient(attempts: 2).download(Route("/movie"), to: destination)
+            .waitForResult(timeout: 30)
+        guard case .failure(let failure as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(failure.kind, .connectionLost, "\(failure)")
+        let part = try XCTUnwrap(failure.partialDownload, "\(failure)")
+        XCTAssertEqual(part.bytesReceived, rangeStarts().last.map { $0 + 50_000 }, "\(rangeStarts())")
+        XCTAssertEqual(try Data(contentsOf: part.fileURL), Self.body.prefix(Int(part.bytesReceived)))
+        XCTAssertEqual(Self.partialFiles().subtracting(before), [part.fileURL.lastPathComponent])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+        XCTAssertEqual(
+            try connect.download(Route("/movie"), to: destination, resuming: part).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
+        XCTAssertEqual(Self.partialFiles(), before)
+    }
+
+    /// Resuming the app's part with retries: a cut resume goes on from the newer part, and once the body is whole both
+    /// parts are gone.
+    func testAResumeThatIsCutAgainIsRetriedFromTheNewerPart() throws {
+        let before = Self.partialFiles()
+        let partial = try cutDownload()
+        site.set(cuts: [30_000])
+        XCTAssertEqual(
+            try retryingClient(attempts: 2).download(Route("/movie"), to: destination, resuming: partial)
+                .wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
+        let starts = rangeStarts().suffix(2)
+        XCTAssertEqual(Array(starts), [partial.bytesReceived, partial.bytesReceived + 30_000])
+        XCTAssertEqual(Self.partialFiles(), before, "both parts are gone")
+    }
+
+    /// A call cancelled while it waits to retry removes the part its cut attempt kept: nobody will resume from it.
+    func testACallCancelledBeforeItsRetryLeavesNoPart() throws {
+        let before = Self.partialFiles()
+        site.set(cuts: [80_000])
+        let clock = WaitingClock(holds: true)
+        let call = retryingClient(attempts: 2, clock: clock).download(Route("/movie"), to: destination)
+        XCTAssertEqual(clock.scheduled.wait(timeout: .now() + 30), .success, "the retry never waited")
+        call.cancel()
+        XCTAssertThrowsError(try call.wait(timeout: 30))
+        XCTAssertEqual(Self.partialFiles(), before)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
     }
 
     /// The size limit bounds the whole file: a resume whose part and rest together pass it is refused, whether the
