@@ -72,17 +72,23 @@ final class PartialDownloadTests: XCTestCase {
         XCTAssertNil(PartialDownload.unsatisfiedLength("bytes 0-3/4"))
     }
 
-    /// Through a transport that answers in memory, a 206 is written after the part and a 200 alone; the request
-    /// carries `Range` and `If-Range`.
-    func testAResumeThroughAnInMemoryTransport() throws {
+    /// A client over a ``FakeTransport`` that answers `/files/7` with the last 6 of its 10 bytes (`efghij`, a 206),
+    /// and the destination to download to.
+    private func inMemoryResume() -> (FakeTransport, Connect, URL) {
         let fake = FakeTransport()
         let connect = Connect(
             transport: fake, retryPolicy: nil,
             configuration: ServerConfiguration(scheme: .https, host: "api.example.com"))
-        let destination = folder.appendingPathComponent("file.bin")
         fake.stub(
             "/files/7",
             with: .data(Data("efghij".utf8), status: 206, headers: ["Content-Range": "bytes 4-9/10", "ETag": "\"v1\""]))
+        return (fake, connect, folder.appendingPathComponent("file.bin"))
+    }
+
+    /// Through a transport that answers in memory, a 206 is written after the part and a 200 alone; the request
+    /// carries `Range` and `If-Range`.
+    func testAResumeThroughAnInMemoryTransport() throws {
+        let (fake, connect, destination) = inMemoryResume()
         let part = try partial(Data("abcd".utf8))
         XCTAssertEqual(
             try connect.download(Route("/files/7"), to: destination, resuming: part).wait(timeout: 10), destination)
@@ -111,14 +117,7 @@ final class PartialDownloadTests: XCTestCase {
     /// Through a transport that answers in memory, the size limit and progress count the part with the 206's body:
     /// the whole file. Over the limit, the part comes back untouched and the destination is not written.
     func testAnInMemoryResumeCountsThePartForTheLimitAndProgress() throws {
-        let fake = FakeTransport()
-        let connect = Connect(
-            transport: fake, retryPolicy: nil,
-            configuration: ServerConfiguration(scheme: .https, host: "api.example.com"))
-        let destination = folder.appendingPathComponent("file.bin")
-        fake.stub(
-            "/files/7",
-            with: .data(Data("efghij".utf8), status: 206, headers: ["Content-Range": "bytes 4-9/10", "ETag": "\"v1\""]))
+        let (_, connect, destination) = inMemoryResume()
         let part = try partial(Data("abcd".utf8))
         XCTAssertThrowsError(
             try connect.download(
