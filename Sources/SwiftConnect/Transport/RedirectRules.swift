@@ -311,6 +311,17 @@ enum RedirectRule {
     /// The most redirects one request follows (20, as URLSession allows).
     static let maxHops = RedirectRules.maxRedirects
 
+    /// What a redirect past the limit adds to its error when it goes back to a URL a hop went to: the loop, from that
+    /// URL's last visit round to it again (a server's misconfiguration, which a higher limit would not end); an empty
+    /// string for a chain that only went on. The URLs are shown with their secrets redacted, at most six of them.
+    static func loop(through hops: [URL], next: URL) -> String {
+        guard let start = hops.lastIndex(where: { $0.absoluteString == next.absoluteString }) else { return "" }
+        let loop = hops[start...].map { Redaction.url($0, redacting: true) }
+        let shown =
+            loop.count <= 5 ? loop : Array(loop.prefix(2)) + ["… (\(loop.count - 3) more)"] + [loop[loop.count - 1]]
+        return ", in a loop: " + (shown + [Redaction.url(next, redacting: true)]).joined(separator: " → ")
+    }
+
     /// The next request of a redirected exchange.
     struct Hop: Sendable {
         /// The request to send next: its URL is the resolved `Location`.

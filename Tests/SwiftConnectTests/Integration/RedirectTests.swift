@@ -290,6 +290,35 @@ final class RedirectTests: IntegrationTestCase {
         }
     }
 
+    /// Redirects that go round (`/ping` to `/pong` and back) fail at the limit saying they loop, and where; a chain
+    /// that only goes on (above) says no such thing.
+    func testRedirectsThatGoRoundSayTheyLoop() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/ping") { _ in .redirect(to: "/pong") }
+        server.route("GET", "/pong") { _ in .redirect(to: "/ping?token=s3cr3t") }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        var options = RequestOptions()
+        options.maxRedirects = 4
+        XCTAssertThrowsError(try connect.request(Route("/ping", baseURL: server.baseURL), options: options).wait()) {
+            let message = ($0 as? ConnectError)?.message ?? "\($0)"
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .transport, message)
+            XCTAssertTrue(message.contains("more than 4 times, in a loop: "), message)
+            XCTAssertTrue(message.contains("/pong → "), message)
+            XCTAssertTrue(message.contains("/ping?token="), message)
+            XCTAssertTrue(message.hasSuffix("/pong"), message)
+            XCTAssertFalse(message.contains("s3cr3t"), message)
+        }
+        let chain = RedirectRule.loop(
+            through: (1...8).map { URL(string: "https://a.test/\($0)")! }, next: URL(string: "https://a.test/2")!)
+        XCTAssertEqual(
+            chain,
+            ", in a loop: https://a.test/2 → https://a.test/3 → … (4 more) → https://a.test/8 → https://a.test/2")
+        XCTAssertEqual(
+            RedirectRule.loop(
+                through: [URL(string: "https://a.test/1")!], next: URL(string: "https://a.test/2")!), "")
+    }
+
     /// A negative limit is a mistake: the call fails, nothing sent.
     func testANegativeMaxRedirectsFailsTheCallUnsent() throws {
         let server = try LocalServer.started()

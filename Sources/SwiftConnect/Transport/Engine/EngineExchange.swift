@@ -183,6 +183,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var hop = original
         var bodyFile = transfer.bodyFile
         var redirects = 0
+        // The URLs the hops so far went to, the last excepted (`hop`): a redirect past the limit names a loop.
+        var visited: [URL] = []
         // Whether a hop went to another origin: the credentials were dropped there and do not come back.
         var leftOrigin = false
         let maxRedirects = transfer.maxRedirects ?? RedirectRule.maxHops
@@ -252,12 +254,14 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 guard redirects <= maxRedirects else {
                     throw ConnectError(
                         .transport,
-                        message: "the server redirected more than \(maxRedirects) times",
+                        message: "the server redirected more than \(maxRedirects) times"
+                            + RedirectRule.loop(through: visited + [hop.url], next: next.request.url),
                         request: .sent(original),
                         head: head.storedHead,
                         underlyingError: URLError(.httpTooManyRedirects)
                     )
                 }
+                visited.append(hop.url)
                 // The body of a redirect is not the answer. A short one of declared length is read to its end, so
                 // that the connection can serve the next hop; any other (chunked, long, or never ending: it would
                 // hold the exchange until its deadline, for ever without one) is let go unread, and the engine stops
@@ -452,7 +456,6 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// The longest redirect body the exchange reads to keep its connection for the next hop, in bytes.
     static var redirectBodyReadLimit: Int64 { 64 << 10 }
-
     /// The body length `head` declares, when it counts the bytes that follow
     /// (``ResponseHead/declaredBodyLength(answering:)``).
     static func declaredLength(of head: ConnectResponse, request: ConnectRequest) -> Int64? {
