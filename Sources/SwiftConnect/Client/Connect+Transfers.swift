@@ -181,10 +181,10 @@ extension Connect {
     /// A timeout, a failure or a cancellation before the whole body has arrived leaves the destination as it was. When
     /// part of a successful body had arrived (the connection was lost, the transport failed), and the answer named a
     /// strong `ETag` or a `Last-Modified`, the error's ``ConnectError/partialDownload`` keeps that part, to go on from
-    /// with ``download(_:to:resuming:debugResponse:options:)``. A retry (the client's ``RetryPolicy`` retries a lost
-    /// connection and a timeout) resumes from that part itself, rather than starting the body again; the failure that
-    /// ends the call hands over the newest part. A cancellation keeps nothing, nor does the call's deadline of the
-    /// transfer it stops (a part an earlier attempt kept is handed over with the timeout).
+    /// with ``download(_:to:resuming:debugResponse:options:)``. So does the call's deadline, as URLSession's timeout
+    /// gives resume data. A retry (the client's ``RetryPolicy`` retries a lost connection and a timeout) resumes from
+    /// that part itself, rather than starting the body again; the failure that ends the call hands over the newest
+    /// part. A cancellation keeps nothing.
     /// Once the body is moved into place (the call's last step, before the last progress report), the new file
     /// stays: a cancellation or the deadline landing then is still what the future reports. The client's
     /// validators and processors run after that step too: one that rejects the answer fails the call, and the new
@@ -306,10 +306,13 @@ extension Connect {
                     throw ConnectError.fileAccess(error, url: destination, stored: response.storedRequest)
                 }
                 partial?.discard()
+                resumption.takeTheCalls()?.discard()
                 return destination
             }
-            // The engine used up the part it resumed; the app's goes too when a newer one took its place.
+            // The engine used up the part it resumed; the app's goes too when a newer one took its place, and so does
+            // one an attempt stopped after that (a hedge's, say) kept.
             partial?.discard()
+            resumption.takeTheCalls()?.discard()
             return file
         }.recover { error -> Future<URL> in
             var callsPart = resumption.takeTheCalls()

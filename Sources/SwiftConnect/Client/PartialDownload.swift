@@ -9,13 +9,12 @@ import Foundation
 /// calls resume data.
 ///
 /// A download to a file keeps one when it fails after part of a successful body arrived (the connection was lost,
-/// the transport failed mid-body, the connection stalled past ``RequestOptions/idleTimeout``), and the answer named
-/// a version of the body a server can check it against (a strong `ETag`, else a `Last-Modified`):
-/// ``ConnectError/partialDownload``. It keeps none when the body was refused (a size limit, a file that could not be
-/// written), when nothing of it arrived, or when the call was stopped by its deadline or cancelled (both cancel the
-/// transfer, and its part is removed). For a large download, a long `timeout` and a short `idleTimeout` make a
-/// stalled connection end in a part you can resume. A client that retries does so itself: its next attempt asks for
-/// the rest, and only the part of the last attempt reaches you.
+/// the transport failed mid-body, the connection stalled past ``RequestOptions/idleTimeout``, the call's deadline
+/// passed), and the answer named a version of the body a server can check it against (a strong `ETag`, else a
+/// `Last-Modified`): ``ConnectError/partialDownload``. It keeps none when the body was refused (a size limit, a file
+/// that could not be written), when nothing of it arrived, or when the call was cancelled (its part is removed). For a
+/// large download, a short `idleTimeout` ends a stalled connection early, in a part you can resume. A client that
+/// retries does so itself: its next attempt asks for the rest, and only the part of the last attempt reaches you.
 ///
 /// The file is the app's: nothing removes it but a resumed download that succeeds or keeps a newer part in its place.
 /// Call ``discard()`` when the part is no longer wanted, as you would drop Alamofire's resume data.
@@ -182,7 +181,9 @@ struct PartialKeeping: Sendable {
 ///
 /// It starts with the part the app asked to resume, if any, which stays the app's: the download method removes it once
 /// the call succeeds or hands over a newer one. A part an attempt of the call kept is the call's: removed when a newer
-/// one replaces it, handed over by the call's failure, or removed when the call is cancelled.
+/// one replaces it, handed over by the call's failure, or removed when the call is cancelled or succeeds. An attempt
+/// stopped from outside (its own timeout, the call's deadline, a cancellation) puts its part here too, from the
+/// exchange's cancel handler: whoever ends the call decides its fate.
 final class DownloadResumption: Sendable {
     private struct Parts {
         /// The part the next attempt resumes from.

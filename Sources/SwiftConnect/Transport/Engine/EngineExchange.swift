@@ -101,9 +101,15 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             return state.expired != nil
         }
         if expired { task.cancel() }
-        promise.setCancelHandler { [download, progress, bodyStop, idle] in
-            // First: a download that fails as it is cancelled keeps no part nobody would hear of.
-            download?.discard()
+        promise.setCancelHandler { [download, progress, bodyStop, idle, resumption = transfer.resumption] in
+            // First: a download that fails as it is cancelled keeps no part nobody would hear of, unless its call can
+            // take it (``DownloadResumption``): a retry after an attempt's timeout resumes from it, the call's deadline
+            // hands it over, and a cancellation of the call removes it there.
+            if let resumption, let part = download?.salvage() {
+                resumption.advance(to: part)
+            } else {
+                download?.discard()
+            }
             task.cancel()
             idle?.stop()
             bodyStop?.stop()
