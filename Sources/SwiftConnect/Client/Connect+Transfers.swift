@@ -275,6 +275,8 @@ extension Connect {
                         request: .sent(request))
                 }
                 try partial.checkFile(request: request)
+                // Each attempt sets these from the newest part (`RetryingCall`); set here too, the call's debug log
+                // and observers show the request as the first attempt sends it.
                 request.setValue(partial.range, forHTTPHeaderField: "Range")
                 request.setValue(partial.validator, forHTTPHeaderField: "If-Range")
             }

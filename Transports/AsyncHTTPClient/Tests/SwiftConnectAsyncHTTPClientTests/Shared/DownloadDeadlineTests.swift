@@ -1,0 +1,1 @@
+../../../../../Tests/SwiftConnectTests/Integration/DownloadDeadlineTests.swift
