@@ -293,7 +293,14 @@ extension Connect {
             guard let file = response.fileURL else {
                 // A transport that ignores transfer options: the part (for a 206) and what arrived in memory.
                 let resumed = response.statusCode == 206 ? part : nil
-                if let resumed, let problem = resumed.rangeProblem(response.storedHead.value(of: "Content-Range")) {
+                if response.statusCode == 206,
+                    let problem = PartialDownload.problem(
+                        resuming: resumed,
+                        askedRange: response.storedRequest.request?.value(forHTTPHeaderField: "Range") != nil,
+                        contentRange: response.storedHead.value(of: "Content-Range"),
+                        length: PartialDownload.isContentCoded(response.storedHead.value(of: "Content-Encoding"))
+                            ? nil : Int64(response.data.count))
+                {
                     throw ConnectError(
                         .badResponse, message: problem, request: response.storedRequest, head: response.storedHead)
                 }

@@ -107,6 +107,21 @@ public struct PartialDownload: Sendable, Hashable {
         return (first, last, total)
     }
 
+    /// How many bytes a `Content-Range` field names (`last - first + 1`), or `nil` if it is not
+    /// `bytes first-last/length` or names more than an `Int64` counts.
+    static func rangeLength(_ field: String?) -> Int64? {
+        guard let range = contentRange(field) else { return nil }
+        let (length, overflow) = (range.last - range.first).addingReportingOverflow(1)
+        return overflow ? nil : length
+    }
+
+    /// Whether a body with this `Content-Encoding` field is content-coded (a coding other than `identity`): its bytes
+    /// then arrive decoded, and neither a `Range` nor a `Content-Range` counts them.
+    static func isContentCoded(_ contentEncoding: String?) -> Bool {
+        guard let coding = contentEncoding?.trimmingCharacters(in: .whitespaces) else { return false }
+        return !coding.isEmpty && coding.lowercased() != "identity"
+    }
+
     /// The complete length a `416`'s `Content-Range: bytes */N` names, or `nil`.
     static func unsatisfiedLength(_ field: String?) -> Int64? {
         guard let field = field?.trimmingCharacters(in: .whitespaces), field.lowercased().hasPrefix("bytes */") else {
@@ -115,9 +130,12 @@ public struct PartialDownload: Sendable, Hashable {
         return Int64(field.dropFirst("bytes */".count).trimmingCharacters(in: .whitespaces))
     }
 
-    /// Why a `206` answering a resume (its `Content-Range` field) does not continue this part, or `nil` if it does:
-    /// it must start at ``bytesReceived``, and name the same complete length when both are known.
-    func rangeProblem(_ field: String?) -> String? {
+    /// Why a `206` answering a resume (its `Content-Range` field) does not continue this part to the end of the body,
+    /// or `nil` if it does: it must start at ``bytesReceived``, name the same complete length when both are known, end
+    /// at the body's last byte when its length is known, and hold as many bytes as it names when `length`, the body's
+    /// length as declared or read, is known. Anything else written after the part would be a file of the wrong bytes
+    /// reported as a success.
+    func rangeProblem(_ field: String?, length: Int64? = nil) -> String? {
         let asked = "asked for the bytes from \(bytesReceived) (Range: \(range))"
         guard let answered = Self.contentRange(field) else {
             return "\(asked), the server answered 206 with Content-Range: \(field ?? "(none)")"
@@ -129,7 +147,34 @@ public struct PartialDownload: Sendable, Hashable {
         if let total = answered.total, let known = totalLength, total != known {
             return "\(asked) of a body of \(known) bytes, the server answered 206 for a body of \(total) bytes"
         }
+        if let end = answered.total ?? totalLength, answered.last != end - 1 {
+            return "\(asked), the server answered 206 with the bytes \(answered.first)-\(answered.last) of \(end), "
+                + "not the rest of the body (Content-Range: \(field ?? ""))"
+        }
+        if let length, let named = Self.rangeLength(field), length != named {
+            return "\(asked), the server answered 206 with \(length) bytes for the \(named) its Content-Range names "
+                + "(Content-Range: \(field ?? ""))"
+        }
         return nil
+    }
+
+    /// Why a download's `206` answer cannot be written as its file, or `nil` if it can: one answering a resume must go
+    /// on from `part` (``rangeProblem(_:length:)``); one answering a request that asked for no range (no `Range` field
+    /// of the app's, no part) holds only part of a body, which written as the file would be a wrong file reported as a
+    /// success. A `Range` the app set itself asked for part of a body: what it gets is what it asked for.
+    ///
+    /// - Parameters:
+    ///   - part: The part the download resumed, if any.
+    ///   - askedRange: Whether the request carried a `Range` field.
+    ///   - field: The answer's `Content-Range`.
+    ///   - length: The answer's body length, declared or read, when known.
+    static func problem(resuming part: PartialDownload?, askedRange: Bool, contentRange field: String?, length: Int64?)
+        -> String?
+    {
+        if let part { return part.rangeProblem(field, length: length) }
+        if askedRange { return nil }
+        return "the server answered 206 (Partial Content, Content-Range: \(field ?? "(none)")) to a download that "
+            + "asked for no range: part of a body is not the file"
     }
 
     /// Writes the part (if `withPart`) then `rest` to `destination`, replacing what is there in one step as a

@@ -242,9 +242,10 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// For a download to a file that failed after part of its body arrived: that part, kept in a file so that the
     /// download can be resumed with ``Connect/download(_:to:resuming:debugResponse:options:)``. `nil` when the answer
     /// named no validator (a strong `ETag` or a `Last-Modified`), when nothing of the body arrived, when the body
-    /// was refused (a size limit) or could not be written, and when the call was stopped by its deadline or
-    /// cancelled (an attempt's ``RequestOptions/idleTimeout`` keeps it). The file is the app's to remove
-    /// (``PartialDownload/discard()``) if it does not resume.
+    /// was refused (a size limit) or could not be written, and when the call was cancelled. A call stopped by its
+    /// deadline, an attempt's ``RequestOptions/idleTimeout`` or the last attempt's ``RetryPolicy/attemptTimeout`` keeps
+    /// it, as URLSession's timeout gives resume data; a resume that failed hands back the part it went on from when it
+    /// kept nothing newer. The file is the app's to remove (``PartialDownload/discard()``) if it does not resume.
     public var partialDownload: PartialDownload?
     /// Whether ``message``, the descriptions and reflection show the secret values of ``request`` as they are:
     /// `false` unless the client that made the error was set not to redact (``Connect/Settings/redactsSecrets``).

@@ -120,13 +120,20 @@ public struct TransferOptions: Sendable {
     ///   - response: The answer (its status and `Content-Range`).
     ///   - destination: The file to write.
     ///   - request: The request, for the errors.
-    /// - Throws: ``ConnectError/Kind/badResponse`` for a `206` for another range (the part left as it was),
+    /// - Throws: ``ConnectError/Kind/badResponse`` for a `206` that is not the rest of the part's body, or that
+    ///   answers a request that asked for no range (the part left as it was),
     ///   ``ConnectError/Kind/fileAccess`` when the file cannot be written.
     package func writeDownload(_ body: Data, of response: ConnectResponse, to destination: URL, request: URLRequest?)
         throws
     {
         let resumed = response.statusCode == 206 ? resuming : nil
-        if let resumed, let problem = resumed.rangeProblem(response.storedHead.value(of: "Content-Range")) {
+        if response.statusCode == 206,
+            let problem = PartialDownload.problem(
+                resuming: resumed, askedRange: request?.value(forHTTPHeaderField: "Range") != nil,
+                contentRange: response.storedHead.value(of: "Content-Range"),
+                length: PartialDownload.isContentCoded(response.storedHead.value(of: "Content-Encoding"))
+                    ? nil : Int64(body.count))
+        {
             throw ConnectError(
                 .badResponse, message: problem, request: request.map { .foundation($0) }, head: response.storedHead)
         }

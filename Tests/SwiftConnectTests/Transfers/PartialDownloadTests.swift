@@ -68,6 +68,15 @@ final class PartialDownloadTests: XCTestCase {
         XCTAssertNotNil(part.rangeProblem(nil))
         XCTAssertNotNil(part.rangeProblem("bytes 4-9"))
         XCTAssertNotNil(part.rangeProblem("items 4-9/10"))
+        XCTAssertNotNil(part.rangeProblem("bytes 4-6/10"), "stops before the end")
+        XCTAssertNil(part.rangeProblem("bytes 4-9/10", length: 6))
+        XCTAssertNotNil(part.rangeProblem("bytes 4-9/10", length: 3), "fewer bytes than the range names")
+        XCTAssertNotNil(part.rangeProblem("bytes 4-9/*", length: 7), "more bytes than the range names")
+        XCTAssertNil(PartialDownload.problem(resuming: nil, askedRange: true, contentRange: "bytes 5-9/10", length: 5))
+        XCTAssertNotNil(
+            PartialDownload.problem(resuming: nil, askedRange: false, contentRange: "bytes 5-9/10", length: 5))
+        XCTAssertNil(PartialDownload.rangeLength("bytes 0-\(Int64.max)/*"), "more than an Int64 counts")
+        XCTAssertEqual(PartialDownload.rangeLength("bytes 4-9/10"), 6)
         XCTAssertEqual(PartialDownload.unsatisfiedLength("bytes */4"), 4)
         XCTAssertNil(PartialDownload.unsatisfiedLength("bytes 0-3/4"))
     }
@@ -112,6 +121,54 @@ final class PartialDownloadTests: XCTestCase {
             XCTAssertEqual(($0 as? ConnectError)?.partialDownload, third)
         }
         XCTAssertEqual(try Data(contentsOf: destination), Data("whole".utf8), "the destination is as it was")
+    }
+
+    /// A transport that ignores transfer options altogether: the client's download method writes what it answers.
+    private struct OptionBlindTransport: Transport {
+        let fake: FakeTransport
+        func send(_ request: URLRequest) -> Future<ConnectResponse> { fake.send(request) }
+        func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> { fake.send(request) }
+    }
+
+    /// Through a transport that answers in memory (the transfer options applied by the core's default, or by the
+    /// download method for a transport that ignores them), a 206 that is not the rest of the part's body, or that
+    /// answers a download that asked for no range, is refused: the part as it was, the destination not written. A
+    /// `Range` the app set itself gets the part it asked for.
+    func testAnInMemory206ThatIsNotTheRestOrWasNotAskedForIsRefused() throws {
+        let (fake, connect, destination) = inMemoryResume()
+        let blind = Connect(
+            transport: OptionBlindTransport(fake: fake), retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .https, host: "api.example.com"))
+        for client in [connect, blind] {
+            XCTAssertThrowsError(try client.download(Route("/files/7"), to: destination).wait(timeout: 10)) {
+                XCTAssertEqual(($0 as? ConnectError)?.kind, .badResponse, "\($0)")
+                XCTAssertTrue(($0 as? ConnectError)?.message.contains("asked for no range") == true, "\($0)")
+            }
+            XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+        }
+        fake.stub(
+            "/files/7",
+            with: .data(Data("efg".utf8), status: 206, headers: ["Content-Range": "bytes 4-6/10", "ETag": "\"v1\""]))
+        for client in [connect, blind] {
+            let part = try partial(Data("abcd".utf8))
+            XCTAssertThrowsError(
+                try client.download(Route("/files/7"), to: destination, resuming: part).wait(timeout: 10)
+            ) {
+                XCTAssertEqual(($0 as? ConnectError)?.kind, .badResponse, "\($0)")
+                XCTAssertEqual(($0 as? ConnectError)?.partialDownload, part)
+            }
+            XCTAssertEqual(try Data(contentsOf: part.fileURL), Data("abcd".utf8))
+            XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+        }
+        fake.stub(
+            "/files/7",
+            with: .data(Data("efghij".utf8), status: 206, headers: ["Content-Range": "bytes 4-9/10"]))
+        for client in [connect, blind] {
+            let ranged = Route("/files/7", headers: [HTTPHeader(name: "Range", value: "bytes=4-")])
+            XCTAssertEqual(try client.download(ranged, to: destination).wait(timeout: 10), destination)
+            XCTAssertEqual(try Data(contentsOf: destination), Data("efghij".utf8))
+            try FileManager.default.removeItem(at: destination)
+        }
     }
 
     /// Through a transport that answers in memory, the size limit and progress count the part with the 206's body:

@@ -484,29 +484,56 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let destination = (200..<300).contains(status) ? transfer.destination : nil
         // A resumed download answered 206 goes on from the part it kept: that part first, then the new bytes.
         let resumed = status == 206 && destination != nil ? transfer.resuming : nil
-        if let resumed, let problem = resumed.rangeProblem(head.head.headerFields[HeaderField.Name("Content-Range")]) {
-            // The part stays as it was: the client's method hands it back with the error.
-            throw ConnectError(.badResponse, message: problem, request: .sent(original), head: head.storedHead)
+        // The bytes the 206's `Content-Range` names, which its body must hold: not counted for a content-coded body,
+        // whose bytes arrive decoded.
+        var rangeLength: Int64?
+        if status == 206, destination != nil {
+            let field = head.head.headerFields[HeaderField.Name("Content-Range")]
+            let coded = Self.isContentCoded(head)
+            if let problem = PartialDownload.problem(
+                resuming: resumed, askedRange: original.value(forHTTPHeaderField: "Range") != nil, contentRange: field,
+                length: coded ? nil : declared)
+            {
+                // The part stays as it was: the client's method hands it back with the error.
+                throw ConnectError(.badResponse, message: problem, request: .sent(original), head: head.storedHead)
+            }
+            rangeLength = resumed != nil && !coded ? PartialDownload.rangeLength(field) : nil
         }
         // The part counts against the limit with the new bytes: the limit bounds the whole file.
         let base = transfer.resumedBytes(statusCode: status)
-        if let limit = bodyLimit, base + (declared ?? 0) > Int64(limit) {
+        // The whole file's length as declared: `nil` when nothing is declared, or when no file could be that long (a
+        // `Content-Length` near `Int64.max` after the part).
+        let whole = declared.flatMap { declared in
+            let (sum, overflow) = base.addingReportingOverflow(declared)
+            return overflow ? nil : sum
+        }
+        if let limit = bodyLimit, (declared == nil ? base : whole ?? .max) > Int64(limit) {
             throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
         }
         let limit = bodyLimit.map { Int64($0) } ?? .max
+        let keeping = partialKeeping(of: head)
+        // A resumed download's file is kept as a part only once it holds all of the part it goes on from: stopped
+        // while copying it (the deadline, an idle timeout), it would hand over a shorter part in place of that one.
         let download = try destination.map {
-            (url: $0, file: try openDownloadFile(besides: $0, answer: head, keeping: partialKeeping(of: head)))
+            (url: $0, file: try openDownloadFile(besides: $0, answer: head, keeping: resumed == nil ? keeping : nil))
         }
         if let download, let resumed {
             do {
-                try fileAccess(download.url, answer: head) { try resumed.copyBytes(to: download.file.write) }
+                try fileAccess(download.url, answer: head) {
+                    try resumed.copyBytes { bytes in
+                        // Copying a large part is work of ours, not silence of the server's.
+                        idle?.touch()
+                        try download.file.write(bytes)
+                    }
+                }
             } catch {
                 download.file.discard()
                 throw error
             }
+            self.download?.hold(download.file, keeping: keeping)
         }
         // A resumed download's progress counts the whole file: the part's bytes are there from the start.
-        progress?.startReceiving(expected: declared.map { $0 + base }, already: base)
+        progress?.startReceiving(expected: whole, already: base)
         var body = Data()
         var received: Int64 = 0
         // Why `body` is only the start of the answer's body, when it is.
@@ -524,6 +551,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     cut = ConnectError.responseTooLarge(limit: Int(kept), sent: original, answer: head)
                     break
                 }
+                if let rangeLength, received + Int64(part.count) > rangeLength {
+                    // What arrived so far is the range's start, kept as a part for a resume.
+                    throw ConnectError(
+                        .badResponse,
+                        message: "the server sent more than the \(rangeLength) bytes the 206's Content-Range names",
+                        request: .sent(original), head: head.storedHead)
+                }
                 try count(part, into: &received, limit: limit, after: base, head: head)
                 if let download {
                     try fileAccess(download.url, answer: head) { try download.file.write(part) }
@@ -539,6 +573,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             try Task.checkCancellation()
             if cut == nil, let declared, received < declared, engine.decodedContentCodings.isEmpty {
                 throw Self.cutShort(received: received, of: declared, request: original, head: head)
+            }
+            if let rangeLength, received < rangeLength {
+                // A body with no declared length that ended before its range did: cut, the part kept.
+                throw ConnectError(
+                    .connectionLost,
+                    message: "the response ended after \(received) of the \(rangeLength) bytes its Content-Range named",
+                    request: .sent(original), head: head.storedHead, underlyingError: URLError(.networkConnectionLost))
             }
             if let download {
                 try fileAccess(download.url, answer: head) {
@@ -651,11 +692,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// which a `Range` does not count).
     private func partialKeeping(of head: ConnectResponse) -> PartialKeeping? {
         let fields = head.head.headerFields
-        if let coding = fields[HeaderField.Name("Content-Encoding")]?.trimmingCharacters(in: .whitespaces),
-            !coding.isEmpty, coding.lowercased() != "identity"
-        {
-            return nil
-        }
+        if Self.isContentCoded(head) { return nil }
         let resumed = head.statusCode == 206 ? transfer.resuming : nil
         // A 206 goes on from the part it resumed: its validator is the one sent, its length the range's.
         guard let validator = PartialDownload.validator(of: head.head) ?? resumed?.validator else { return nil }
@@ -667,6 +704,11 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             total = Self.declaredLength(of: head, request: original)
         }
         return PartialKeeping(validator: validator, source: transfer.downloadSource ?? original.url, totalLength: total)
+    }
+
+    /// Whether `head`'s body is content-coded (``PartialDownload/isContentCoded(_:)``).
+    private static func isContentCoded(_ head: ConnectResponse) -> Bool {
+        PartialDownload.isContentCoded(head.head.headerFields[HeaderField.Name("Content-Encoding")])
     }
 
     /// Whether a download that failed with `error` keeps the part of its body that arrived: not when the body was
