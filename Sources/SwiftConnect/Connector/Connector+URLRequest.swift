@@ -476,8 +476,9 @@ struct RequestParts {
     }
 
     /// Why a base URL cannot be joined with an endpoint, or `nil`: it names no host (`https://`, `https:`,
-    /// `mailto:`…), so the endpoint, or a `.path` value in it, would become the host; or its port is outside
-    /// 1...65535 (Foundation parses `:99999`; the transport would only fail with an unexplained "bad URL"). A
+    /// `mailto:`…), so the endpoint, or a `.path` value in it, would become the host; its port is outside
+    /// 1...65535 (Foundation parses `:99999`; the transport would only fail with an unexplained "bad URL"); or its
+    /// path has a `.` or `..` segment (`/api/../admin`, `%2E` read as a dot), which the engines resolve differently. A
     /// `file:` URL is let through: ``Connector/asURLRequest()`` and the client treat it as relative first.
     static func baseProblem(_ base: String) -> String? {
         // On UTF-8 bytes, not Characters: an absolute URL string is ASCII, and this runs for every request.
@@ -489,8 +490,16 @@ struct RequestParts {
         if scheme.count == 4, zip(scheme, "file".utf8).allSatisfy({ $0 | 0x20 == $1 }) { return nil }
         let rest = bytes[(colon + 1)...]
         guard rest.starts(with: "//".utf8) else { return "the base URL has no host" }
-        var authority = rest.dropFirst(2).prefix {
+        let afterSlashes = rest.dropFirst(2)
+        var authority = afterSlashes.prefix {
             $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+        }
+        // Joined as written, a `.` or `..` segment would be resolved by URLSession before sending and by the server
+        // after other engines sent it: refused, as in a ServerConfiguration's base path.
+        let path = afterSlashes[authority.endIndex...].prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") }
+        if path.split(separator: UInt8(ascii: "/")).contains(where: PercentEncoding.isDotSegment) {
+            return "the base URL's path has a '.' or '..' segment, which engines resolve differently: write the path "
+                + "it stands for"
         }
         if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
         let host: ArraySlice<UInt8>

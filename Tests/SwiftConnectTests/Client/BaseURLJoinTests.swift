@@ -111,4 +111,32 @@ final class BaseURLJoinTests: XCTestCase {
         _ = try connect.request(Route("users", baseURL: try XCTUnwrap(URL(string: "/v1.2/")))).wait(timeout: 5)
         XCTAssertEqual(transport.requests.map { $0.url?.absoluteString }, ["https://h/api/v2/v1.2/users"])
     }
+
+    /// A connector's absolute base URL, or a whole URL it names, with a dot-segment in its path is refused the same
+    /// way, by the client and by `asURLRequest()`: dots in its query or fragment, or inside a segment, are data.
+    func testAnAbsoluteBaseURLWithADotSegmentIsRefusedNothingSent() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        for base in ["https://h/api/v2/../admin", "https://h/api/%2E%2E/admin", "https://h/./v1", "https://h:8443/a/."]
+        {
+            let url = try XCTUnwrap(URL(string: base))
+            for route in [Route("users", baseURL: url), Route(url: url)] {
+                let attempts: [() throws -> Void] = [
+                    { _ = try route.asURLRequest() }, { _ = try connect.request(route).wait(timeout: 5) },
+                ]
+                for attempt in attempts {
+                    XCTAssertThrowsError(try attempt(), base) { error in
+                        XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest, "\(error)")
+                        XCTAssertTrue(
+                            (error as? ConnectError)?.message.contains("'.' or '..' segment") ?? false, "\(error)")
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(transport.requests.map { $0.url?.absoluteString }, [])
+        let base = try XCTUnwrap(URL(string: "https://h/v1.2/..a/b?next=../x#../y"))
+        _ = try connect.request(Route("users", baseURL: base)).wait(timeout: 5)
+        XCTAssertEqual(
+            transport.requests.map { $0.url?.absoluteString }, ["https://h/v1.2/..a/b/users?next=../x#../y"])
+    }
 }
