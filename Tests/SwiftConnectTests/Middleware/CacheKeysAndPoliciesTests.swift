@@ -154,6 +154,7 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
 
     private struct Todos: Connector {
         var cachePolicy: URLRequest.CachePolicy
+        var headers: [HTTPHeader] = []
         var baseURL: URL { URL(string: "https://api.test")! }
         var endpoint: String { "/todos" }
         var options: RequestOptions { RequestOptions(cache: CacheRule(timeToLive: 60)) }
@@ -183,6 +184,23 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         XCTAssertEqual(error?.kind, .transport)
         XCTAssertEqual((error?.underlyingError as? URLError)?.code, .resourceUnavailable)
         XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    /// `.returnCacheDataDontLoad` forbids the network whatever the request's `Cache-Control` says: with `no-store`
+    /// it is answered as `only-if-cached, no-store` is, from what is stored (nothing stored of it), or fails unsent.
+    func testReturnCacheDataDontLoadWithNoStoreNeverSends() {
+        let transport = answers(2)
+        let connect = client(transport, cache: ResponseCache())
+        let noStore = [HTTPHeader(name: "Cache-Control", value: "no-store")]
+        let error = connectError(of: connect.request(Todos(cachePolicy: .returnCacheDataDontLoad, headers: noStore)))
+        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual((error?.underlyingError as? URLError)?.code, .resourceUnavailable)
+        XCTAssertTrue(transport.requests.isEmpty)
+
+        XCTAssertEqual(body(connect.request(Todos(cachePolicy: .useProtocolCachePolicy))), #"{"answer":1}"#)
+        XCTAssertEqual(
+            body(connect.request(Todos(cachePolicy: .returnCacheDataDontLoad, headers: noStore))), #"{"answer":1}"#)
+        XCTAssertEqual(transport.requests.count, 1)
     }
 
     /// A default rule that names the body (or a key) still caches reads only: a DELETE or a POST under it goes out each

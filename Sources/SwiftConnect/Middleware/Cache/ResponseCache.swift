@@ -139,7 +139,8 @@ import Foundation
 /// `max-stale` serves a response past its time to live too (`max-stale=N`: by at most N seconds; with
 /// `min-fresh`, its N seconds less), unless it says `must-revalidate`; `only-if-cached` serves a stored response or
 /// fails with nothing sent, as `.returnCacheDataDontLoad` does (RFC 9111's 504 is the answer of a shared cache; a
-/// private one has no one to send it from), and with `no-store` too, storing nothing. A response past its time to live
+/// private one has no one to send it from), and with `no-store` too, storing nothing (as `.returnCacheDataDontLoad`
+/// with `no-store` does). A response past its time to live
 /// stays stored for such requests until a fresh answer replaces it or the size limit evicts it. A request the cache
 /// does not take (no rule, a download, a streamed response) goes to the network with its directives, for the caches
 /// there. `max-age=N` serves only a response at most N seconds old (and, without `max-stale`, fresh): its `Age` when it
@@ -666,8 +667,9 @@ public final class ResponseCache: Sendable {
         let asks = Self.requestDirectives(of: request)
         let policy = request.cachePolicy
         // RFC 9111 §5.2.1.5: nothing of this exchange is stored. A stored response may still answer it; this cache
-        // serves one only when the request also says `only-if-cached` (it then sends, and stores, nothing).
-        if asks.noStore, !asks.onlyIfCached {
+        // serves one only when the request also forbids the network, by `only-if-cached` or its cache policy
+        // (`.returnCacheDataDontLoad`): it then sends, and stores, nothing.
+        if asks.noStore, !asks.onlyIfCached, policy != .returnCacheDataDontLoad {
             return request.method == .head
                 ? checkingStoredGET(request, rule: rule, sharesKey: rule.key != nil, next: next) : next(request)
         }
