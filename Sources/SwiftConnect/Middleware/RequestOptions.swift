@@ -465,6 +465,10 @@ public struct CacheRule: Sendable, Hashable {
     /// proxy cache) counts against it. Under `CacheRule(timeToLive: 3600)`, a response that comes with `Age: 3000`
     /// is served from the cache for 600 seconds more, and one with `Age: 3600` or more is not stored (unless it has
     /// an `ETag` or a `Last-Modified`: then it is stored to be revalidated before it is used).
+    ///
+    /// It bounds what a request is served as well as what is stored: a call whose rule says 10 seconds is not served
+    /// a response stored 100 seconds ago under a rule of 300 (it goes to the network, or revalidates), as a request's
+    /// `Cache-Control: max-age=10` would not be.
     public var timeToLive: TimeInterval
     /// The cache key; `nil` uses the method and the full URL. A custom key names one response, so it is the key of
     /// a rule given for one endpoint (a connector's, a call's, the client's options for one method): a rule for every

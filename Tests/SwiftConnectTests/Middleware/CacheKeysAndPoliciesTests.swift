@@ -186,6 +186,27 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    /// A call's rule bounds what it is served: a response stored 100 seconds ago under a rule of 300 seconds does not
+    /// answer a call whose rule says 10 (the network does, and its answer is stored for 10), and does answer one whose
+    /// rule says 300 or more.
+    func testTheCallsTimeToLiveBoundsWhatItIsServed() {
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub("/a", with: (1...3).map { .json(string: #"{"answer":\#($0)}"#) })
+        let connect = client(transport, cache: ResponseCache(now: { clock.withLock { $0 } }))
+        func get(ttl: TimeInterval) -> String? {
+            body(connect.request(Route("/a", options: RequestOptions(cache: CacheRule(timeToLive: ttl)))))
+        }
+        XCTAssertEqual(get(ttl: 300), #"{"answer":1}"#)
+        clock.withLock { $0.addTimeInterval(100) }
+        XCTAssertEqual(get(ttl: 3_600), #"{"answer":1}"#, "a longer rule never lengthens a lifetime, nor cuts it")
+        XCTAssertEqual(get(ttl: 300), #"{"answer":1}"#)
+        XCTAssertEqual(get(ttl: 10), #"{"answer":2}"#, "100 seconds old is past this call's 10")
+        XCTAssertEqual(transport.requests.count, 2)
+        clock.withLock { $0.addTimeInterval(11) }
+        XCTAssertEqual(get(ttl: 300), #"{"answer":3}"#, "the answer stored under the 10-second rule has expired")
+    }
+
     /// `.returnCacheDataDontLoad` forbids the network whatever the request's `Cache-Control` says: with `no-store`
     /// it is answered as `only-if-cached, no-store` is, from what is stored (nothing stored of it), or fails unsent.
     func testReturnCacheDataDontLoadWithNoStoreNeverSends() {

@@ -697,7 +697,7 @@ public final class ResponseCache: Sendable {
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
         let accepts = { (freshness: StoredFreshness) in
-            !revalidates && (servesStale || Self.accepts(freshness, now: now, asks: asks))
+            !revalidates && (servesStale || Self.accepts(freshness.within(rule.timeToLive), now: now, asks: asks))
         }
         let (found, stale, fetch, generation, seen, insertions) = state.withLock {
             state -> (Entry?, Entry?, UInt64, UInt64, UInt64?, UInt64) in
@@ -898,6 +898,16 @@ public final class ResponseCache: Sendable {
         var generated: Date?
         /// Whether it says `must-revalidate`: then never served stale (§4.2.4).
         var mustRevalidate: Bool
+
+        /// This freshness for a request whose rule says `timeToLive`: a rule shorter than the one the response was
+        /// stored under ends its lifetime sooner (``CacheRule/timeToLive`` is the longest a stored response is
+        /// served), a longer one never lengthens it. A response of unknown age keeps its expiry.
+        func within(_ timeToLive: TimeInterval) -> StoredFreshness {
+            guard let generated, timeToLive.isFinite else { return self }
+            var shortened = self
+            shortened.expiry = min(expiry, generated.addingTimeInterval(timeToLive))
+            return shortened
+        }
     }
 
     /// Whether `stored` may be served `now` to a request that `asks` for `max-age`, `min-fresh` and `max-stale`
