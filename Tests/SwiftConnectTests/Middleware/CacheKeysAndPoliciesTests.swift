@@ -134,6 +134,37 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         }
     }
 
+    /// A storage that keeps nothing and counts what it was given.
+    private final class CountingStorage: ResponseCacheStorage, @unchecked Sendable {
+        // `stored` is read and written under `lock`.
+        private let lock = NSLock()
+        private var stored = 0
+        var count: Int { lock.withLock { stored } }
+        func response(forKey key: String) -> StoredResponse? { nil }
+        func store(_ response: StoredResponse, forKey key: String) { lock.withLock { stored += 1 } }
+        func removeResponses(forKey key: String) {}
+        func removeAll() {}
+        func removeResponses(forResources resources: Set<String>) {}
+    }
+
+    /// Credentials in a body (a form's `access_token`, RFC 6750 §2.2) are credentials as in a query or a header: two
+    /// users asking under one custom key are stored apart, and such a response never reaches the app's storage (its
+    /// key would keep a digest of the token).
+    func testCredentialsInABodyKeepUsersApartAndOutOfTheStorage() {
+        let transport = FakeTransport()
+        transport.stub("/feed", with: (1...2).map { .json(string: #"{"user":\#($0)}"#) })
+        let storage = CountingStorage()
+        let connect = client(transport, cache: ResponseCache(storage: storage))
+        for user in ["A", "B"] {
+            let route = Route(
+                "/feed", method: .post, parameters: Parameter.form(key: "access_token", value: user),
+                options: RequestOptions(cache: CacheRule(timeToLive: 60, key: "feed")))
+            XCTAssertEqual(body(connect.request(route)), user == "A" ? #"{"user":1}"# : #"{"user":2}"#, user)
+        }
+        XCTAssertEqual(transport.requests.count, 2, "B was not served A's response")
+        XCTAssertEqual(storage.count, 0)
+    }
+
     func testAPOSTIsNotCachedUnlessTheRuleNamesItsKey() {
         let transport = answers(2)
         let connect = client(transport, cache: ResponseCache())

@@ -38,8 +38,8 @@ import Foundation
 /// The client places the cache after its middlewares (the client's, the connector's and the call's), so it sees
 /// each request as it goes on the wire, signed by an ``AuthenticationMiddleware`` or any middleware of yours. The
 /// key is the method and full URL (without its fragment, never sent) unless the rule names one. A request that carries credentials
-/// (`Authorization`, `Cookie` or any header named like a secret, user info in its URL, or a secret query item such
-/// as `access_token=`) is stored apart for each set of credentials, so one user's response is not served to
+/// (`Authorization`, `Cookie` or any header named like a secret, user info in its URL, a secret query item such
+/// as `access_token=`, or a body's secret field) is stored apart for each set of credentials, so one user's response is not served to
 /// another, under a custom key too: the key then ends with a digest of them (see
 /// ``key(for:rule:)-(ConnectRequest,_)``). A response served from the cache still passes back through your middlewares.
 ///
@@ -532,7 +532,8 @@ public final class ResponseCache: Sendable {
     /// The key a request is stored under: the rule's key, or the method and full URL without its fragment (never
     /// sent: `/a#x` and `/a#y` ask for one resource); with
     /// ``CacheRule/keyIncludesBody``, followed by `" body:"` and the SHA-256 of the body; for a request that carries
-    /// credentials (a secret header, user info in its URL or a secret query item such as `access_token=`), followed
+    /// credentials (a secret header, user info in its URL, a secret query item such as `access_token=` or a body's
+    /// secret field), followed
     /// by `" credentials:"` and a digest of them (kept for this process only). A custom key replaces the URL, not
     /// the credentials in it: two users asking under one custom key are still stored apart.
     ///
@@ -623,9 +624,11 @@ public final class ResponseCache: Sendable {
     }
 
     /// A digest of the credentials `request` carries, or `nil` if it carries none: its secret headers (names
-    /// ignoring case, and values as sent, without the blanks around them), the user info of its URL, and its secret query items (`access_token=`,
-    /// `api_key=`…, as redaction judges them). Those of the URL count even when a custom key leaves the URL out.
-    /// Seeded per process, like every `Hasher`: it tells sets of credentials apart without storing them.
+    /// ignoring case, and values as sent, without the blanks around them), the user info of its URL, its secret query
+    /// items (`access_token=`, `api_key=`…, as redaction judges them) and its body's secret fields (a form's
+    /// `access_token=`, RFC 6750 §2.2; a JSON `password`). Those of the URL and the body count even when a custom key
+    /// leaves them out. Seeded per process, like every `Hasher`: it tells sets of credentials apart without storing
+    /// them.
     private static func credentialsDigest(of request: ConnectRequest) -> String? {
         let headers = request.headerFields
             .filter { HTTPHeader.isSensitive(name: $0.name.rawName) }
@@ -634,7 +637,11 @@ public final class ResponseCache: Sendable {
         let url = request.url
         // Split as redaction splits it, at `&` and `;`: `?user=1;access_token=A` names a secret too.
         let querySecrets = url.query.map(SecretValues.formSecrets) ?? []
-        guard !headers.isEmpty || url.user != nil || url.password != nil || !querySecrets.isEmpty else { return nil }
+        let bodySecrets =
+            request.httpBody.map { SecretValues.bodySecrets($0, contentType: request.headerFields[.contentType]) } ?? []
+        guard
+            !headers.isEmpty || url.user != nil || url.password != nil || !querySecrets.isEmpty || !bodySecrets.isEmpty
+        else { return nil }
         var hasher = Hasher()
         hasher.combine(headers.count)
         for header in headers {
@@ -644,6 +651,7 @@ public final class ResponseCache: Sendable {
         hasher.combine(url.user)
         hasher.combine(url.password)
         hasher.combine(querySecrets)
+        hasher.combine(bodySecrets)
         return String(UInt(bitPattern: hasher.finalize()), radix: 16)
     }
 
