@@ -663,7 +663,9 @@ extension Connect {
                 observers: settings.observers)
         }
         if debugResponse {
-            context.logger.log(.debug, DebugOutput.request(request.urlRequest, redacting: redactsSecrets))
+            context.logger.log(
+                .debug,
+                DebugOutput.request(request.urlRequest, redacting: redactsSecrets, declared: request.declaredSecrets))
         }
         let chain =
             context.options.isEmpty || !context.options.addsStages

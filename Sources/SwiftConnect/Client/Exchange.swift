@@ -99,7 +99,10 @@ struct ResponseCheck: Sendable {
         }
         if !redactsSecrets { outcome = outcome.mapError(ConnectError.showingSecrets) }
         if let debugLogger {
-            debugLogger.log(.debug, DebugOutput.outcome(outcome, of: request.urlRequest, redacting: redactsSecrets))
+            debugLogger.log(
+                .debug,
+                DebugOutput.outcome(
+                    outcome, of: request.urlRequest, redacting: redactsSecrets, declared: request.declaredSecrets))
         }
         return outcome
     }

@@ -98,149 +98,162 @@ extension Connector {
         } else {
             parameterList = parameters?.parameterList ?? []
         }
-        var parts = try RequestParts(parameterList)
-        var baseURL = self.baseURL
-        // A client applies a connector's port itself (it resolves the connector first); this is for
-        // `asURLRequest()`.
-        if let port, !RelativeBase.isRelative(baseURL) {
-            baseURL = try Route.url(baseURL, withPort: port)
-        }
-        let url = try parts.makeURL(baseURL: baseURL, endpoint: endpoint, parameters: parameterList)
-        let cachePolicy = self.cachePolicy
-        let timeout = self.timeout
-        /// The request so far, for an error to report.
-        func partialRequest(method: String = "GET", body: Data? = nil) -> URLRequest {
-            RequestBlueprint(
-                url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: []
-            ).makeRequest()
-        }
+        // A `.path` value under a secret name becomes a plain segment nothing else marks as secret: the request, and
+        // every error about it, carry it to be hidden wherever they show the URL.
+        let declared = Parameter.declaredSecrets(in: parameterList)
+        do {
+            var parts = try RequestParts(parameterList)
+            var baseURL = self.baseURL
+            // A client applies a connector's port itself (it resolves the connector first); this is for
+            // `asURLRequest()`.
+            if let port, !RelativeBase.isRelative(baseURL) {
+                baseURL = try Route.url(baseURL, withPort: port)
+            }
+            let url = try parts.makeURL(baseURL: baseURL, endpoint: endpoint, parameters: parameterList)
+            let cachePolicy = self.cachePolicy
+            let timeout = self.timeout
+            /// The request so far, for an error to report.
+            func partialRequest(method: String = "GET", body: Data? = nil) -> URLRequest {
+                RequestBlueprint(
+                    url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: []
+                ).makeRequest()
+            }
 
-        let method = self.method.rawValue
-        guard HTTPHeader.isValidName(method) else {
-            throw ConnectError.invalidRequest(.invalidMethod(method), request: partialRequest())
-        }
-        // Zero, negative or NaN would turn the deadline off without a word (libcurl does not enforce them
-        // either): a silent server would then hold the request forever.
-        guard timeout > 0 else {
-            throw ConnectError.invalidRequest(.invalidTimeout(timeout), request: partialRequest(method: method))
-        }
+            let method = self.method.rawValue
+            guard HTTPHeader.isValidName(method) else {
+                throw ConnectError.invalidRequest(.invalidMethod(method), request: partialRequest())
+            }
+            // Zero, negative or NaN would turn the deadline off without a word (libcurl does not enforce them
+            // either): a silent server would then hold the request forever.
+            guard timeout > 0 else {
+                throw ConnectError.invalidRequest(.invalidTimeout(timeout), request: partialRequest(method: method))
+            }
 
-        let headers = self.headers
-        var fields = AssembledHeaders(capacity: headers.count + 2)
-        for header in headers where !Self.isBlankContentType(header) {
-            try fields.set(name: header.name, value: header.value, request: partialRequest(method: method))
-        }
-        if traits.isAuthorized, let authorized = self as? any AuthorizedConnector,
-            let token = authorized.authorizationToken
-        {
-            guard token.isSendable else {
-                throw token.unsendableError(request: .foundation(partialRequest(method: method)))
+            let headers = self.headers
+            var fields = AssembledHeaders(capacity: headers.count + 2)
+            for header in headers where !Self.isBlankContentType(header) {
+                try fields.set(name: header.name, value: header.value, request: partialRequest(method: method))
             }
-            try fields.set(name: "Authorization", value: token.headerValue, request: partialRequest(method: method))
-        }
-
-        var body: Data?
-        switch parts.body {
-        case nil:
-            break
-        case .json(let value)?:
-            body = try Self.encodedBody {
-                // A `JSONObject` in its order: encoded as any value, it would be a dictionary, in an order of its own.
-                if let object = value as? JSONObject { return try object.orderedJSON(encoder: jsonEncoder) }
-                return try JSONSyntax.encoded(value, by: jsonEncoder)
-            } request: {
-                partialRequest(method: method)
-            }
-            fields.setIfAbsent(name: "Content-Type", value: "application/json")
-        case .encoded(let value, let encoder)?:
-            body = try Self.encodedBody {
-                try encoder.encode(value)
-            } request: {
-                partialRequest(method: method)
-            }
-            let contentType = encoder.contentType
-            guard HTTPHeader.isSendableValue(contentType) else {
-                throw ConnectError.invalidRequest(
-                    .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
-            }
-            if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
-            // The body is in the charset the encoder's own type names: sent under a type (the connector's, or the
-            // options', which replaces it once built) naming another, the server would read it wrong (`Café` in
-            // UTF-8 read as Latin-1 is `CafÃ©`). An upload replaces the body with one of its own.
-            let optionsType = optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
-            if !bodyIsReplaced, let sentType = optionsType ?? fields.field(named: "Content-Type")?.value,
-                let written = MimeType(rawValue: contentType).parameter("charset"),
-                let sent = MimeType(rawValue: sentType).parameter("charset"),
-                !Self.namesSameCharset(written, sent)
+            if traits.isAuthorized, let authorized = self as? any AuthorizedConnector,
+                let token = authorized.authorizationToken
             {
-                throw ConnectError.invalidRequest(
-                    .bodyEncodingFailed(
-                        "the body is written in charset \(SingleLineText.make(written.debugDescription, limit: 40)), "
-                            + "as its encoder's Content-Type says, but the request's Content-Type names charset "
-                            + "\(SingleLineText.make(sent.debugDescription, limit: 40)): give the encoder that "
-                            + "Content-Type instead (XMLBodyEncoder(contentType:) writes its charset)"),
-                    request: partialRequest(method: method, body: body))
+                guard token.isSendable else {
+                    throw token.unsendableError(request: .foundation(partialRequest(method: method)))
+                }
+                try fields.set(name: "Authorization", value: token.headerValue, request: partialRequest(method: method))
             }
-        case .form(var bytes)?:
-            fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
-            // Escaped as the bytes of the charset the request's type names (the options' replaces the connector's
-            // once built), so that a server decoding that charset reads the text sent. An upload replaces the body
-            // with a multipart one, whose fields are UTF-8: it reads the fields from this one as written.
-            let optionsType = optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
-            if !bodyIsReplaced, let contentType = optionsType ?? fields.field(named: "Content-Type")?.value,
-                let encoding = try FormBodyCharset.encoding(of: contentType, request: partialRequest(method: method))
+
+            var body: Data?
+            switch parts.body {
+            case nil:
+                break
+            case .json(let value)?:
+                body = try Self.encodedBody {
+                    // A `JSONObject` in its order: encoded as any value, it would be a dictionary, in an order of its
+                    // own.
+                    if let object = value as? JSONObject { return try object.orderedJSON(encoder: jsonEncoder) }
+                    return try JSONSyntax.encoded(value, by: jsonEncoder)
+                } request: {
+                    partialRequest(method: method)
+                }
+                fields.setIfAbsent(name: "Content-Type", value: "application/json")
+            case .encoded(let value, let encoder)?:
+                body = try Self.encodedBody {
+                    try encoder.encode(value)
+                } request: {
+                    partialRequest(method: method)
+                }
+                let contentType = encoder.contentType
+                guard HTTPHeader.isSendableValue(contentType) else {
+                    throw ConnectError.invalidRequest(
+                        .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
+                }
+                if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
+                // The body is in the charset the encoder's own type names: sent under a type (the connector's, or the
+                // options', which replaces it once built) naming another, the server would read it wrong (`Café` in
+                // UTF-8 read as Latin-1 is `CafÃ©`). An upload replaces the body with one of its own.
+                let optionsType = optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
+                if !bodyIsReplaced, let sentType = optionsType ?? fields.field(named: "Content-Type")?.value,
+                    let written = MimeType(rawValue: contentType).parameter("charset"),
+                    let sent = MimeType(rawValue: sentType).parameter("charset"),
+                    !Self.namesSameCharset(written, sent)
+                {
+                    throw ConnectError.invalidRequest(
+                        .bodyEncodingFailed(
+                            "the body is written in charset "
+                                + "\(SingleLineText.make(written.debugDescription, limit: 40)), "
+                                + "as its encoder's Content-Type says, but the request's Content-Type names charset "
+                                + "\(SingleLineText.make(sent.debugDescription, limit: 40)): give the encoder that "
+                                + "Content-Type instead (XMLBodyEncoder(contentType:) writes its charset)"),
+                        request: partialRequest(method: method, body: body))
+                }
+            case .form(var bytes)?:
+                fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
+                // Escaped as the bytes of the charset the request's type names (the options' replaces the connector's
+                // once built), so that a server decoding that charset reads the text sent. An upload replaces the body
+                // with a multipart one, whose fields are UTF-8: it reads the fields from this one as written.
+                let optionsType = optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
+                if !bodyIsReplaced, let contentType = optionsType ?? fields.field(named: "Content-Type")?.value,
+                    let encoding = try FormBodyCharset.encoding(
+                        of: contentType, request: partialRequest(method: method))
+                {
+                    let charset = MimeType(rawValue: contentType).parameter("charset") ?? ""
+                    bytes = try FormBodyCharset.reencoded(
+                        bytes, as: encoding, charset: charset, request: partialRequest(method: method))
+                }
+                body = Data(bytes)
+            case .raw(let data, let contentType)?:
+                guard HTTPHeader.isSendableValue(contentType) else {
+                    throw ConnectError.invalidRequest(
+                        .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
+                }
+                body = data
+                if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
+            }
+
+            if let body, !body.isEmpty, self.method.refusesBody {
+                throw ConnectError.invalidRequest(
+                    .bodyNotAllowed(method: method), request: partialRequest(method: method))
+            }
+
+            for header in first where !Self.isBlankContentType(header) {
+                try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
+            }
+            for header in second where !Self.isBlankContentType(header) {
+                try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
+            }
+            // A length that disagrees with the body leaves the server waiting for bytes that never come, or reading
+            // the rest of the body as the start of the next request on the connection.
+            if !bodyIsReplaced, let (name, declared) = fields.field(named: "Content-Length"),
+                !Self.isLength(declared, of: body)
             {
-                let charset = MimeType(rawValue: contentType).parameter("charset") ?? ""
-                bytes = try FormBodyCharset.reencoded(
-                    bytes, as: encoding, charset: charset, request: partialRequest(method: method))
+                var error = ConnectError.invalidRequest(
+                    .invalidHeader(name: name), request: partialRequest(method: method, body: body))
+                error.message =
+                    "the header '\(name)' says \(SingleLineText.make(declared.debugDescription, limit: 40)) but the "
+                    + "body has \(body?.count ?? 0) bytes: leave it out, the length is sent from the body"
+                throw error
             }
-            body = Data(bytes)
-        case .raw(let data, let contentType)?:
-            guard HTTPHeader.isSendableValue(contentType) else {
-                throw ConnectError.invalidRequest(
-                    .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
+            if let (name, _) = fields.field(named: TransferEncoding.name.rawName) {
+                var error = ConnectError.invalidRequest(
+                    .invalidHeader(name: name), request: partialRequest(method: method, body: body))
+                error.message = TransferEncoding.message(name: name)
+                throw error
             }
-            body = data
-            if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
-        }
-
-        if let body, !body.isEmpty, self.method.refusesBody {
-            throw ConnectError.invalidRequest(.bodyNotAllowed(method: method), request: partialRequest(method: method))
-        }
-
-        for header in first where !Self.isBlankContentType(header) {
-            try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
-        }
-        for header in second where !Self.isBlankContentType(header) {
-            try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
-        }
-        // A length that disagrees with the body leaves the server waiting for bytes that never come, or reading
-        // the rest of the body as the start of the next request on the connection.
-        if !bodyIsReplaced, let (name, declared) = fields.field(named: "Content-Length"),
-            !Self.isLength(declared, of: body)
-        {
-            var error = ConnectError.invalidRequest(
-                .invalidHeader(name: name), request: partialRequest(method: method, body: body))
-            error.message =
-                "the header '\(name)' says \(SingleLineText.make(declared.debugDescription, limit: 40)) but the body "
-                + "has \(body?.count ?? 0) bytes: leave it out, the length is sent from the body"
+            if let (name, value) = fields.field(named: TransferCodings.name.rawName), !TransferCodings.isAllowed(value)
+            {
+                var error = ConnectError.invalidRequest(
+                    .invalidHeader(name: name), request: partialRequest(method: method, body: body))
+                error.message = TransferCodings.message(name: name, value: value)
+                throw error
+            }
+            return RequestBlueprint(
+                url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body,
+                headers: fields.ordered, declaredSecrets: declared)
+        } catch var error as ConnectError where !declared.isEmpty {
+            error.declaredSecrets += declared
             throw error
         }
-        if let (name, _) = fields.field(named: TransferEncoding.name.rawName) {
-            var error = ConnectError.invalidRequest(
-                .invalidHeader(name: name), request: partialRequest(method: method, body: body))
-            error.message = TransferEncoding.message(name: name)
-            throw error
-        }
-        if let (name, value) = fields.field(named: TransferCodings.name.rawName), !TransferCodings.isAllowed(value) {
-            var error = ConnectError.invalidRequest(
-                .invalidHeader(name: name), request: partialRequest(method: method, body: body))
-            error.message = TransferCodings.message(name: name, value: value)
-            throw error
-        }
-        return RequestBlueprint(
-            url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body,
-            headers: fields.ordered)
     }
 }
 

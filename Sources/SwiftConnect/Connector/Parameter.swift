@@ -31,7 +31,9 @@ public enum Parameter: ParametersRepresentable {
     /// so `"a/b"` stays one segment (`a%2Fb`). A value that would make its segment `"."` or `".."` (which servers
     /// resolve to another path, even sent as `%2E`) fails the request with
     /// ``ConnectError/InvalidRequestReason/dotSegmentPathValue(key:)`` before anything is sent; so does an empty
-    /// value in the path (``ConnectError/InvalidRequestReason/emptyPathValue(key:)``).
+    /// value in the path (``ConnectError/InvalidRequestReason/emptyPathValue(key:)``). A value whose key is named
+    /// like a secret (`token`, `password`, `api_key`…) is hidden wherever the request, a response to it or an error
+    /// about it is shown, as a secret query item's is.
     case path(key: String, value: String)
 
     /// A JSON body, encoded with the connector's `jsonEncoder`.
@@ -111,6 +113,20 @@ extension Parameter: CustomReflectable {
 }
 
 extension Parameter {
+    /// The values of the `.path` parameters in `parameters` whose key is named like a secret
+    /// (`/password-reset/{token}`): once in the path they are plain segments, which nothing in the request names as
+    /// secret, so the request carries them (``ConnectRequest/declaredSecrets``) to be hidden wherever it is shown.
+    static func declaredSecrets(in parameters: [Parameter]) -> [String] {
+        var found: [String] = []
+        for case .path(let key, let value) in parameters where Redaction.isSensitiveQueryItem(key) {
+            found.append(value)
+            // As it goes in the path, escaped as one segment.
+            let escaped = PercentEncoding.encodedPathSegment(value)
+            if escaped != value { found.append(escaped) }
+        }
+        return found
+    }
+
     /// The secret values the parameter carries: the value of a query item, form field or path value whose key is named
     /// like a secret, what secret keys hold in a body encoded from a value (at any depth), and a body's secret fields
     /// (as ``SecretValues`` finds them in a request's body).

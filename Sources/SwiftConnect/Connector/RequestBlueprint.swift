@@ -17,6 +17,8 @@ final class RequestBlueprint: Sendable {
     /// The header fields in the order they were set (a connector's own, in its order, then the defaults), their names
     /// unique ignoring case; empty for none. A `URLRequest` keeps no order, the core's ``ConnectRequest`` does.
     let headers: [(name: String, value: String)]
+    /// Secret values nothing in the request names (``ConnectRequest/declaredSecrets``).
+    let declaredSecrets: [String]
 
     init(
         url: URL,
@@ -24,7 +26,8 @@ final class RequestBlueprint: Sendable {
         timeout: TimeInterval,
         method: String,
         body: Data?,
-        headers: [(name: String, value: String)]
+        headers: [(name: String, value: String)],
+        declaredSecrets: [String] = []
     ) {
         self.url = url
         self.cachePolicy = cachePolicy
@@ -32,20 +35,24 @@ final class RequestBlueprint: Sendable {
         self.method = method
         self.body = body
         self.headers = headers
+        self.declaredSecrets = declaredSecrets
     }
 
     /// This blueprint with another URL (the client's default query items added).
     func with(url: URL) -> RequestBlueprint {
         RequestBlueprint(
-            url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: headers)
+            url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: headers,
+            declaredSecrets: declaredSecrets)
     }
 
     /// The request as it enters the client's pipeline, its header fields in the order they were set.
     func makeConnectRequest() -> ConnectRequest {
-        ConnectRequest(
+        var request = ConnectRequest(
             method: HTTPMethod(rawValue: method), url: url,
             headerFields: HeaderFields(headers.map { HeaderField(name: HeaderField.Name($0.name), value: $0.value) }),
             body: body.map(ConnectRequest.Body.bytes) ?? .none, timeoutInterval: timeout, cachePolicy: cachePolicy)
+        request.declaredSecrets = declaredSecrets
+        return request
     }
 
     /// The request as a `URLRequest` (``Connector/asURLRequest()``): the one way the request builder makes one, so a

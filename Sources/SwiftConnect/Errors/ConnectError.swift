@@ -247,6 +247,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// it, as URLSession's timeout gives resume data; a resume that failed hands back the part it went on from when it
     /// kept nothing newer. The file is the app's to remove (``PartialDownload/discard()``) if it does not resume.
     public var partialDownload: PartialDownload?
+    /// Secret values of the request nothing in it names (``ConnectRequest/declaredSecrets``), for an error whose
+    /// request is Foundation's or was not made: hidden wherever the error shows text.
+    var declaredSecrets: [String] = []
     /// Whether ``message``, the descriptions and reflection show the secret values of ``request`` as they are:
     /// `false` unless the client that made the error was set not to redact (``Connect/Settings/redactsSecrets``).
     var secretsAreShown = false
@@ -429,6 +432,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             case .model(let sent): SecretValues(of: sent.request)
             }
         if let storedHead { sent = sent.union(SecretValues(handedOutIn: storedHead.head.headerFields)) }
+        if !declaredSecrets.isEmpty { sent = sent.union(SecretValues(values: declaredSecrets)) }
         if !secretKeysInPath.isEmpty { sent = sent.union(SecretValues(values: secretKeysInPath)) }
         guard let body else { return sent }
         let contentType = storedHead?.value(of: "Content-Type")

@@ -53,6 +53,11 @@ public struct ConnectRequest: Sendable {
     /// The `URLRequest` this request was made from, for the properties the model does not carry; `nil` for one the
     /// client built.
     private var foundationBase: URLRequest?
+    /// Secret values nothing in the request names as secret, which its builder knows: a `.path` value under a secret
+    /// key (`/password-reset/{token}`) is a plain segment once in the URL. Hidden wherever the request, a response to
+    /// it or an error about it is shown (``SecretValues``), as a secret query item is; a copy keeps them, a request
+    /// made anew from a `URLRequest` has none.
+    package var declaredSecrets: [String] = []
 
     /// The body of a request, and whether it can be sent again.
     public enum Body: Sendable {

@@ -8,8 +8,11 @@ import Foundation
 enum DebugOutput {
     static let rule = "======================================="
 
-    static func request(_ request: URLRequest, redacting: Bool) -> String {
-        "\(rule)\n$ \(cURLCommand(for: request, redactingSecrets: redacting))\n\(rule)"
+    /// The request as a `curl` command; with `redacting`, `declared` (``ConnectRequest/declaredSecrets``, which a
+    /// `URLRequest` cannot carry) hidden too.
+    static func request(_ request: URLRequest, redacting: Bool, declared: [String] = []) -> String {
+        let text = "\(rule)\n$ \(cURLCommand(for: request, redactingSecrets: redacting))\n\(rule)"
+        return redacting && !declared.isEmpty ? SecretValues(values: declared).hiding(in: text) : text
     }
 
     /// The response's status, headers and body; with `redacting`, secrets hidden by name and the values of
@@ -50,31 +53,36 @@ enum DebugOutput {
     }
 
     /// The response (also the one inside an error-status failure), or the failure.
-    static func outcome(_ result: Result<ConnectResponse, any Error>, of request: URLRequest, redacting: Bool)
-        -> String
-    {
-        // The values of the request as built and as sent (after the middlewares that add credentials).
-        var secrets = redacting ? SecretValues(of: request) : SecretValues()
+    static func outcome(
+        _ result: Result<ConnectResponse, any Error>, of request: URLRequest, redacting: Bool, declared: [String] = []
+    ) -> String {
+        // The values of the request as built and as sent (after the middlewares that add credentials), and those its
+        // builder declared (``ConnectRequest/declaredSecrets``).
+        var secrets = redacting ? SecretValues(of: request).union(SecretValues(values: declared)) : SecretValues()
         switch result {
         case .success(let response):
             if redacting { secrets = secrets.union(SecretValues(of: response.request)) }
             return self.response(response, redacting: redacting, secrets: secrets)
         case .failure(let error as ConnectError):
             if redacting { secrets = secrets.union(error.secrets()) }
-            guard let httpResponse = error.response else { return failure(error, for: request, redacting: redacting) }
+            guard let httpResponse = error.response else {
+                return failure(error, for: request, redacting: redacting, declared: declared)
+            }
             let response = ConnectResponse(
                 request: error.request ?? request,
                 response: httpResponse,
                 data: error.body ?? Data()
             )
             return self.response(response, redacting: redacting, secrets: secrets) + "\n"
-                + failure(error, for: request, redacting: redacting)
+                + failure(error, for: request, redacting: redacting, declared: declared)
         case .failure(let error):
-            return failure(error, for: request, redacting: redacting)
+            return failure(error, for: request, redacting: redacting, declared: declared)
         }
     }
 
-    static func failure(_ error: any Error, for request: URLRequest?, redacting: Bool) -> String {
+    static func failure(_ error: any Error, for request: URLRequest?, redacting: Bool, declared: [String] = [])
+        -> String
+    {
         let target = request.flatMap { request in
             request.url.map { "\(request.httpMethod ?? "GET") \(Redaction.url($0, redacting: redacting))" }
         }
@@ -83,7 +91,8 @@ enum DebugOutput {
         // `ConnectError` shows an underlying error's.
         let shown = redacting && !(error is ConnectError) ? Redaction.urlsInText("\(error)") : "\(error)"
         let text = "\(rule)\nFAILED \(target ?? ""): \(shown)\n\(rule)"
-        return printable(redacting ? SecretValues(of: request).hiding(in: text) : text, keepingLineBreaks: true)
+        let secrets = SecretValues(of: request).union(SecretValues(values: declared))
+        return printable(redacting ? secrets.hiding(in: text) : text, keepingLineBreaks: true)
     }
 
     /// `text` with what would act on the terminal or log viewer that shows it, rather than be read, written as an

@@ -62,6 +62,7 @@ package struct SecretValues: Sendable, Equatable {
         self.init(
             fields: request.headerFields.map { ($0.name.rawName, $0.value) }, url: request.url, body: request.httpBody,
             contentType: request.headerFields[.contentType])
+        if !request.declaredSecrets.isEmpty { self = union(SecretValues(values: request.declaredSecrets)) }
     }
 
     /// The secret values of an engine's request head: its header fields and the query of its path.

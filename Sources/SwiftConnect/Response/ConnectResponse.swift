@@ -445,6 +445,18 @@ final class ResponseParts: Sendable {
     var isMadeForTesting: Bool { made.snapshot != nil }
 }
 
+extension ConnectResponse {
+    /// This response, its request carrying `secrets` (``ConnectRequest/declaredSecrets``) as well: Foundation's
+    /// request is kept as the core's made from it, which gives the same `URLRequest` back.
+    func declaring(_ secrets: [String]) -> ConnectResponse {
+        guard !secrets.isEmpty, var request = storedRequest.request else { return self }
+        request.declaredSecrets += secrets.filter { !request.declaredSecrets.contains($0) }
+        var response = self
+        response.storedRequest = .model(SentRequest(request))
+        return response
+    }
+}
+
 /// The core's request a response answers, and Foundation's `URLRequest` made from it once someone asks for it: the
 /// client itself never does on a success's path.
 final class SentRequest: Sendable {

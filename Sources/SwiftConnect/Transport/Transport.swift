@@ -62,7 +62,9 @@ extension Transport {
     /// Makes the `URLRequest` and sends it with ``send(_:)``, or `send(_:transfer:)` when `transfer` asks for
     /// more than a plain exchange.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        transfer.isPlain ? wholeBody(send(request.urlRequest)) : send(request.urlRequest, transfer: transfer)
+        declaringSecrets(
+            of: request,
+            on: transfer.isPlain ? wholeBody(send(request.urlRequest)) : send(request.urlRequest, transfer: transfer))
     }
 
     /// Sends in memory and applies the transfer options afterwards (see `Transport.send(_:transfer:)`).
@@ -70,6 +72,22 @@ extension Transport {
         if transfer.isPlain { return wholeBody(send(request)) }
         return sendInMemory(request, transfer: transfer, using: self)
     }
+}
+
+/// `sent`, whose response and failure carry `request`'s ``ConnectRequest/declaredSecrets``, which a transport working
+/// with Foundation's `URLRequest` cannot keep (a `URLRequest` has no place for them): hidden wherever the response,
+/// or an error about it, is shown. `sent` itself when there are none.
+func declaringSecrets(of request: ConnectRequest, on sent: Future<ConnectResponse>) -> Future<ConnectResponse> {
+    let secrets = request.declaredSecrets
+    guard !secrets.isEmpty else { return sent }
+    let declared = sent.map { $0.declaring(secrets) }.mapError { error -> any Error in
+        guard var failure = error as? ConnectError else { return error }
+        failure.declaredSecrets += secrets
+        return failure
+    }
+    // As `wholeBody`: `sent` is kept until the answer is over, so that cancelling reaches it.
+    declared.whenComplete { _ in withExtendedLifetime(sent) {} }
+    return declared
 }
 
 /// `sent`, a streamed body read whole into `data`: a caller that does not stream gets the body, as from an engine,

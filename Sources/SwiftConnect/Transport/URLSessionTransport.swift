@@ -289,7 +289,7 @@ public final class URLSessionTransport: Transport {
             // Checked here, on the core's model, rather than on the `URLRequest` made of it (FoundationNetworking's
             // drops a field whose value it refuses, silently).
             if let problem = request.wireProblem(bodyFile: transfer.bodyFile) { return Future(error: problem) }
-            return send(request.urlRequest, transfer: transfer, checked: true)
+            return declaringSecrets(of: request, on: send(request.urlRequest, transfer: transfer, checked: true))
         }
         // Pins are checked for every hop, the first included, by the hop engine.
         return exchange(request, transfer: transfer)
@@ -297,7 +297,10 @@ public final class URLSessionTransport: Transport {
 
     /// Runs `request` through the core's exchange over this transport's session.
     private func exchange(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        guard let delegate else { return sendInMemory(request.urlRequest, transfer: transfer, using: self) }
+        guard let delegate else {
+            return declaringSecrets(
+                of: request, on: sendInMemory(request.urlRequest, transfer: transfer, using: self))
+        }
         var request = request
         // The session's resource timeout bounds the exchange too (FoundationNetworking ignores it).
         if resourceTimeout < request.timeoutInterval { request.timeoutInterval = resourceTimeout }
