@@ -678,6 +678,42 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(auth.credential, Self.new, "the refresh's result is still stored")
     }
 
+    /// A request cancelled as its rejection arrives, the one that starts the refresh, is not held until the refresh
+    /// ends: it is not among its waiters, and nothing keeps what its pipeline holds.
+    func testARequestCancelledAsItsRejectionStartsTheRefreshIsNotKeptByIt() {
+        // Given: the rule that reads the 401 is where the caller cancels, before the middleware decides
+        final class Sentinel: Sendable {}
+        weak var weakSentinel: Sentinel?
+        let stub = RefreshStub()
+        let callers = Recorder<Future<ConnectResponse>>()
+        let auth = AuthenticationMiddleware(
+            credential: Self.old,
+            isUnauthorized: { response in
+                callers.values.first?.cancel()
+                return response.statusCode == 401
+            },
+            refresh: stub.refresh)
+        let request = ConnectRequest(url: URL(string: "https://api.example.com/a")!)
+        let rejection = Promise<ConnectResponse>()
+        do {
+            let sentinel = Sentinel()
+            weakSentinel = sentinel
+            callers.append(
+                auth.intercept(request, context: RequestContext(method: .get, connectorName: "A")) { _ in
+                    withExtendedLifetime(sentinel) {}
+                    return rejection.future
+                })
+        }
+        // When
+        rejection.succeed(ConnectResponse(request: request, statusCode: 401, data: Data())!)
+        // Then
+        XCTAssertEqual(stub.callCount, 1, "the refresh starts for the requests to come")
+        XCTAssertTrue(callers.values[0].isCancelled)
+        XCTAssertNil(weakSentinel, "the cancelled request's pipeline is let go before the refresh ends")
+        stub.succeed(Self.new)
+        XCTAssertEqual(auth.credential, Self.new)
+    }
+
     // MARK: - Setting the credential
 
     func testSetCredentialSignsTheNextRequestsAndNilSendsThemAsTheyAre() {

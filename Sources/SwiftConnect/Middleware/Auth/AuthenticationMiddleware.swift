@@ -274,9 +274,13 @@ extension AuthenticationMiddleware {
                 || (waiter.callBodyStream != nil && waiter.advice.sentStream == waiter.callBodyStream),
             callBodyStream: waiter.callBodyStream)
         let decision = state.withLock { $0.decideAfterRejection(of: rejected, signedIn: epoch, with: response) }
-        if case .wait = decision, waiter.promise.future.isCompleted {
-            // Cancelled between the response and joining the refresh: the cancel handler found nothing to remove.
-            stopWaiting(waiter.id)
+        switch decision {
+        case .wait, .refresh:
+            // Cancelled between the response and joining the refresh, or starting it: the cancel handler found
+            // nothing to remove, and the waiter would keep its pipeline until the refresh ends.
+            if waiter.promise.future.isCompleted { stopWaiting(waiter.id) }
+        case .answer, .retry, .fail:
+            break
         }
         switch decision {
         case .wait:
