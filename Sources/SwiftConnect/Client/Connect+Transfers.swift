@@ -292,28 +292,9 @@ extension Connect {
             let part = resumption.latest
             guard let file = response.fileURL else {
                 // A transport that ignores transfer options: the part (for a 206) and what arrived in memory.
-                let resumed = response.statusCode == 206 ? part : nil
-                if response.statusCode == 206,
-                    let problem = PartialDownload.problem(
-                        resuming: resumed,
-                        askedRange: response.storedRequest.request?.value(forHTTPHeaderField: "Range") != nil,
-                        contentRange: response.storedHead.value(of: "Content-Range"),
-                        length: PartialDownload.isContentCoded(response.storedHead.value(of: "Content-Encoding"))
-                            ? nil : Int64(response.data.count))
-                {
-                    throw ConnectError(
-                        .badResponse, message: problem, request: response.storedRequest, head: response.storedHead)
-                }
-                do {
-                    if let resumed {
-                        try resumed.place(at: destination, withPart: true, then: response.data)
-                    } else {
-                        try ReplacementFile.write(response.data, to: destination)
-                        part?.discard()
-                    }
-                } catch {
-                    throw ConnectError.fileAccess(error, url: destination, stored: response.storedRequest)
-                }
+                try TransferOptions.writeDownload(
+                    response.data, of: response, resuming: part, to: destination, request: response.storedRequest,
+                    askedRange: response.storedRequest.request?.value(forHTTPHeaderField: "Range") != nil)
                 partial?.discard()
                 resumption.takeTheCalls()?.discard()
                 return destination

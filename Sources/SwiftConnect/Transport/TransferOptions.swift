@@ -126,28 +126,51 @@ public struct TransferOptions: Sendable {
     package func writeDownload(_ body: Data, of response: ConnectResponse, to destination: URL, request: URLRequest?)
         throws
     {
-        let resumed = response.statusCode == 206 ? resuming : nil
+        try Self.writeDownload(
+            body, of: response, resuming: resuming, to: destination, request: request.map { .foundation($0) },
+            askedRange: request?.value(forHTTPHeaderField: "Range") != nil)
+    }
+
+    /// ``writeDownload(_:of:to:request:)`` for the part `part`: the one the transport was given, or, for the download
+    /// method on a transport that ignores transfer options, the newest one the call's attempts kept.
+    ///
+    /// - Parameters:
+    ///   - body: The answer's body.
+    ///   - response: The answer (its status and `Content-Range`).
+    ///   - part: The part the request went on from, if any; used up by a `206` that is its rest, discarded by a
+    ///     whole body.
+    ///   - destination: The file to write.
+    ///   - request: The request, for the errors.
+    ///   - askedRange: Whether the request carried a `Range` field.
+    static func writeDownload(
+        _ body: Data,
+        of response: ConnectResponse,
+        resuming part: PartialDownload?,
+        to destination: URL,
+        request: ConnectResponse.StoredRequest?,
+        askedRange: Bool
+    ) throws {
+        let resumed = response.statusCode == 206 ? part : nil
         if response.statusCode == 206,
             let problem = PartialDownload.problem(
-                resuming: resumed, askedRange: request?.value(forHTTPHeaderField: "Range") != nil,
+                resuming: resumed, askedRange: askedRange,
                 contentRange: response.storedHead.value(of: "Content-Range"),
                 length: PartialDownload.isContentCoded(response.storedHead.value(of: "Content-Encoding"))
                     ? nil : Int64(body.count))
         {
-            throw ConnectError(
-                .badResponse, message: problem, request: request.map { .foundation($0) }, head: response.storedHead)
+            throw ConnectError(.badResponse, message: problem, request: request, head: response.storedHead)
         }
         do {
             if let resumed {
                 try resumed.place(at: destination, withPart: true, then: body)
             } else {
                 try ReplacementFile.write(body, to: destination)
-                resuming?.discard()
+                part?.discard()
             }
         } catch {
             // With the answer's head: the server answered, and the caller learns how, though the body could not be
             // kept.
-            var failure = ConnectError.fileAccess(error, url: destination, request: request)
+            var failure = ConnectError.fileAccess(error, url: destination, stored: request)
             failure.storedHead = response.storedHead
             throw failure
         }
