@@ -25,7 +25,7 @@ final class SecretEchoTests: IntegrationTestCase {
     /// A request to the echo route, configured by a kind.
     struct EchoCall: Connector {
         var baseURL: URL
-        var endpoint: String { "/echo" }
+        var endpoint = "/echo"
         var method: HTTPMethod { .post }
         var headers: [HTTPHeader] = []
         var parameters: ParametersRepresentable?
@@ -71,6 +71,10 @@ final class SecretEchoTests: IntegrationTestCase {
             $0.parameters = Parameter.body(
                 Data("user=amy&password=f0rm-pa55word".utf8), contentType: "application/x-www-form-urlencoded")
         },
+        SecretKind(name: "path value under a secret name", secrets: ["pa7h-r3set-t0ken"], echoed: "pa7h-r3set-t0ken") {
+            $0.endpoint = "/echo/{token}"
+            $0.parameters = Parameter.path(key: "token", value: "pa7h-r3set-t0ken")
+        },
         SecretKind(name: "multipart password", secrets: ["mult1part-pa55"], echoed: "mult1part-pa55") {
             let body =
                 "--XyZ\r\nContent-Disposition: form-data; name=\"user\"\r\n\r\namy\r\n"
@@ -85,8 +89,10 @@ final class SecretEchoTests: IntegrationTestCase {
 
     override func setUpWithError() throws {
         server = try LocalServer.started()
-        server.route("POST", "/echo") { request in
-            .echo(request, status: request.header("X-Echo-Status").flatMap { Int($0) } ?? 401)
+        for path in ["/echo", "/echo/pa7h-r3set-t0ken"] {
+            server.route("POST", path) { request in
+                .echo(request, status: request.header("X-Echo-Status").flatMap { Int($0) } ?? 401)
+            }
         }
     }
 
