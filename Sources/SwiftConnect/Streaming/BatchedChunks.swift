@@ -20,6 +20,9 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
     private(set) var batching: Batching
     /// Whether the body ended, or a failure ended the iteration.
     private(set) var isFinished = false
+    /// Whether the iteration ended because its task or its base was cancelled: the parser's state may be ahead of
+    /// the last batch handed out.
+    private(set) var wasCancelled = false
     /// A parser's failure, thrown after the batch of what came before it.
     private var failure: (any Error)?
     /// The base, when it can tell that its body was cancelled (a ``ResponseStream``'s).
@@ -36,6 +39,7 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
         while try !isOver() {
             let chunk: Result<Data?, any Error>
             do { chunk = .success(try await base.next()) } catch { chunk = .failure(error) }
+            try checkCancellation()
             if let batch = try received(chunk) { return batch }
         }
         return nil
@@ -47,6 +51,7 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
         while try !isOver() {
             let chunk: Result<Data?, any Error>
             do { chunk = .success(try await base.next(isolation: actor)) } catch { chunk = .failure(error) }
+            try checkCancellation()
             if let batch = try received(chunk) { return batch }
         }
         return nil
@@ -56,12 +61,7 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
     /// stops its transfer), or ``ConnectError/Kind/cancelled`` when the reading task or the base was cancelled (the
     /// base too).
     private mutating func isOver() throws -> Bool {
-        if !isFinished || failure != nil, Task.isCancelled || stoppable?.isCancelled == true {
-            isFinished = true
-            failure = nil
-            stoppable?.cancel()
-            throw ConnectError.cancelled()
-        }
+        try checkCancellation()
         if let failure {
             // A parser's failure: nothing more is read, so the transfer stops, even if the caller keeps the iterator.
             self.failure = nil
@@ -69,6 +69,18 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
             throw failure
         }
         return isFinished
+    }
+
+    /// Ends the iteration with ``ConnectError/Kind/cancelled`` when the reading task or the base was cancelled (the
+    /// base too), unless it is over: also right after a read, so that a chunk read as it was cancelled is not handed
+    /// out, nor an end (a base that ends when its task is cancelled, an `AsyncStream`, did not end the body).
+    private mutating func checkCancellation() throws {
+        guard !isFinished || failure != nil, Task.isCancelled || stoppable?.isCancelled == true else { return }
+        isFinished = true
+        wasCancelled = true
+        failure = nil
+        stoppable?.cancel()
+        throw ConnectError.cancelled()
     }
 
     /// The batch of what the base gave, if it completes something; its error, as it is.

@@ -109,11 +109,12 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
             }
         }
 
-        /// `batch`, with the last event ID and reconnection time as of it, or as of the end once the iteration is
-        /// over (`ended`: with an error, after which they stay as of the last batch handed out, unless the body
-        /// ended). `onProgress` hears of each batch, and of the end once.
+        /// `batch`, with the last event ID and reconnection time as of it, or as of the end once the body ended or
+        /// failed; after a cancellation they stay as of the last batch handed out, as ``ResponseEvents``' do (those of
+        /// the events dropped with it would have a reconnection skip them). `onProgress` hears of each batch, and of
+        /// the end (`ended`: with an error) once.
         private mutating func progress(_ batch: ServerSentEventBatch?, ended: Bool = false) -> ServerSentEventBatch? {
-            if batches.isFinished {
+            if batches.isFinished && !batches.wasCancelled {
                 lastEventID = batches.batching.parser.lastEventID
                 reconnectionTime = batches.batching.parser.reconnectionTime
             } else if let batch, let last = batch.entries.last {

@@ -75,7 +75,11 @@ public struct ResponseLines<Base: AsyncSequence>: AsyncSequence where Base.Eleme
                 if let line = try lines.take() { return line }
                 guard !lines.isFinished else { return nil }
                 do {
-                    consume(try await base.next())
+                    let chunk = try await base.next()
+                    // Read as the task or the body was cancelled: not handed out, even as the end (a base that
+                    // ends when its task is cancelled, an `AsyncStream`, did not end the body).
+                    if lines.isCancelled { continue }
+                    consume(chunk)
                 } catch {
                     lines.finish(throwing: error)
                 }
@@ -92,7 +96,11 @@ public struct ResponseLines<Base: AsyncSequence>: AsyncSequence where Base.Eleme
                 if let line = try lines.take() { return line }
                 guard !lines.isFinished else { return nil }
                 do {
-                    consume(try await base.next(isolation: actor))
+                    let chunk = try await base.next(isolation: actor)
+                    // Read as the task or the body was cancelled: not handed out, even as the end (a base that
+                    // ends when its task is cancelled, an `AsyncStream`, did not end the body).
+                    if lines.isCancelled { continue }
+                    consume(chunk)
                 } catch {
                     lines.finish(throwing: error)
                 }
@@ -205,7 +213,11 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
                 if let line = try lines.take() { return try decode(line) }
                 guard !lines.isFinished else { return nil }
                 do {
-                    consume(try await base.next())
+                    let chunk = try await base.next()
+                    // Read as the task or the body was cancelled: not handed out, even as the end (a base that
+                    // ends when its task is cancelled, an `AsyncStream`, did not end the body).
+                    if lines.isCancelled { continue }
+                    consume(chunk)
                 } catch {
                     lines.finish(throwing: error)
                 }
@@ -222,7 +234,11 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
                 if let line = try lines.take() { return try decode(line) }
                 guard !lines.isFinished else { return nil }
                 do {
-                    consume(try await base.next(isolation: actor))
+                    let chunk = try await base.next(isolation: actor)
+                    // Read as the task or the body was cancelled: not handed out, even as the end (a base that
+                    // ends when its task is cancelled, an `AsyncStream`, did not end the body).
+                    if lines.isCancelled { continue }
+                    consume(chunk)
                 } catch {
                     lines.finish(throwing: error)
                 }
@@ -419,7 +435,11 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
                 if let event = try take() { return event }
                 guard !events.isFinished else { return nil }
                 do {
-                    consume(try await base.next())
+                    let chunk = try await base.next()
+                    // Read as the task or the body was cancelled: not handed out, even as the end (a base that
+                    // ends when its task is cancelled, an `AsyncStream`, did not end the body).
+                    if events.isCancelled { continue }
+                    consume(chunk)
                 } catch {
                     events.finish(throwing: error)
                 }
@@ -436,7 +456,11 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
                 if let event = try take() { return event }
                 guard !events.isFinished else { return nil }
                 do {
-                    consume(try await base.next(isolation: actor))
+                    let chunk = try await base.next(isolation: actor)
+                    // Read as the task or the body was cancelled: not handed out, even as the end (a base that
+                    // ends when its task is cancelled, an `AsyncStream`, did not end the body).
+                    if events.isCancelled { continue }
+                    consume(chunk)
                 } catch {
                     events.finish(throwing: error)
                 }
@@ -559,6 +583,9 @@ struct PendingElements<Element> {
         source?.cancel()
     }
 
+    /// Whether the task that reads, or the source, was cancelled.
+    var isCancelled: Bool { Task.isCancelled || source?.isCancelled == true }
+
     /// Whether the iteration has ended, its elements taken and its error thrown: `next()` returns `nil`.
     private var isOver: Bool { isFinished && index >= elements.count && error == nil }
 
@@ -566,7 +593,7 @@ struct PendingElements<Element> {
     /// (the base) was: the elements still there are dropped, and the source is cancelled, which stops its transfer.
     /// Nothing happens once the iteration is over.
     mutating func checkCancellation() throws {
-        guard !isOver, Task.isCancelled || source?.isCancelled == true else { return }
+        guard !isOver, isCancelled else { return }
         discard()
         throw ConnectError.cancelled()
     }

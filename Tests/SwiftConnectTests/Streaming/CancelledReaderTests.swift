@@ -199,6 +199,85 @@ final class CancelledReaderTests: XCTestCase {
         XCTAssertEqual(lines.prefix(3), ["one", "two", "three"])
     }
 
+    // MARK: - What a read brings as the loop is cancelled
+
+    /// A sequence of the app's own whose last read cancels the reading task before it gives `last`: a chunk that
+    /// arrived as the loop was cancelled, or, for `nil`, the end an `AsyncStream` gives a cancelled reader.
+    private struct CancelledAtLastRead: AsyncSequence, Sendable {
+        let chunks: [String]
+        let last: String?
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            var chunks: [String]
+            let last: String?
+            var isDone = false
+
+            mutating func next() async -> Data? {
+                if !chunks.isEmpty { return Data(chunks.removeFirst().utf8) }
+                guard !isDone else { return nil }
+                isDone = true
+                withUnsafeCurrentTask { $0?.cancel() }
+                return last.map { Data($0.utf8) }
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(chunks: chunks, last: last) }
+    }
+
+    /// What each view, batched or not, hands out of `base`.
+    private func outcomes(of base: CancelledAtLastRead, events: Bool = false) async -> [[String]] {
+        if events {
+            return [
+                await outcome(of: ResponseEvents(base).map(\.data), stoppingWith: {}),
+                await outcome(
+                    of: ResponseEvents(base).batches.map { $0.map(\.data.string).joined(separator: ",") },
+                    stoppingWith: {}),
+            ]
+        }
+        return [
+            await outcome(of: ResponseLines(base), stoppingWith: {}),
+            await outcome(
+                of: ResponseLines(base).batches.map { $0.map(\.string).joined(separator: ",") }, stoppingWith: {}),
+            await outcome(of: ResponseJSONLines(base, as: Int.self), stoppingWith: {}),
+        ]
+    }
+
+    /// A chunk read as the loop was cancelled is not handed out by any view: the batched ones gave it whole.
+    func testAChunkReadAsTheLoopIsCancelledIsNotHandedOut() async {
+        let lines = await outcomes(of: CancelledAtLastRead(chunks: ["0\n"], last: "1\n2\n"))
+        XCTAssertEqual(lines, Array(repeating: ["0", cancelled], count: 3))
+        let events = await outcomes(of: CancelledAtLastRead(chunks: ["data: zero\n\n"], last: "data: a\n\n"), events: true)
+        XCTAssertEqual(events, Array(repeating: ["zero", cancelled], count: 2))
+    }
+
+    /// An end read as the loop was cancelled (an `AsyncStream`'s) is a cancellation, not the body's end: the loop
+    /// throws `.cancelled` rather than end as if the body were whole, and an unended line is not handed out as the
+    /// last one.
+    func testAnEndReadAsTheLoopIsCancelledIsACancellation() async {
+        let whole = await outcomes(of: CancelledAtLastRead(chunks: ["0\n"], last: nil))
+        XCTAssertEqual(whole, Array(repeating: ["0", cancelled], count: 3))
+        let unended = await outcomes(of: CancelledAtLastRead(chunks: ["0\n1"], last: nil))
+        XCTAssertEqual(unended, Array(repeating: ["0", cancelled], count: 3))
+        let events = await outcomes(of: CancelledAtLastRead(chunks: ["data: zero\n\n"], last: nil), events: true)
+        XCTAssertEqual(events, Array(repeating: ["zero", cancelled], count: 2))
+    }
+
+    /// A batch of events followed, in its chunk, by a block that sets another ID: cancelled after the batch, the
+    /// last event ID reported is the batch's, as `ResponseEvents` reports it, not the parser's (a reconnection from
+    /// it would skip what came after).
+    func testACancelledLoopOverEventBatchesIgnoresTheIDsAfterTheLastBatch() async {
+        for body in ["id: 1\ndata: one\n\nid: 2\n\n", "id: 1\ndata: one\n\nid: 2\ndata: two"] {
+            let (_, stream) = oneChunkStream(body)
+            let reported = Protected<[String]>([])
+            let events = ResponseEvents(stream, onProgress: { id, _ in reported.withLock { $0.append(id) } })
+            let outcome = await outcome(
+                of: events.batches.map { $0.map(\.data.string).joined(separator: ",") },
+                stoppingWith: { stream.cancel() })
+            XCTAssertEqual(outcome, ["one", cancelled], body)
+            XCTAssertEqual(reported.withLock { $0 }, ["1", "1"], body)
+        }
+    }
+
     // MARK: - A view that fails on its own
 
     /// A stream whose body is `body`, in one chunk, left open; `stopped` is fulfilled once its transfer is stopped.
