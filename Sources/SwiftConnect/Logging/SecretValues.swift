@@ -134,6 +134,15 @@ package struct SecretValues: Sendable, Equatable {
     /// request's header gives them, and of each field whose value reads as credentials (`X-Upstream: Bearer …`); for
     /// `Set-Cookie`, each cookie's value (its attributes, such as `Expires`, are not secret).
     init(handedOutIn fields: HeaderFields) {
+        self.init(values: Self.values(handedOutIn: fields))
+    }
+
+    /// The values ``init(handedOutIn:)`` hides, as the fields give them: for a recording, which hides them in the
+    /// exchanges after the one that handed them out too.
+    ///
+    /// - Parameter fields: A response's header fields.
+    /// - Returns: The secret values, in the fields' order.
+    package static func values(handedOutIn fields: HeaderFields) -> [String] {
         var found: [String] = []
         for field in fields {
             let name = field.name.rawName
@@ -143,7 +152,7 @@ package struct SecretValues: Sendable, Equatable {
                 found += Self.headerSecrets(field.value, name: name)
             }
         }
-        self.init(values: found)
+        return found
     }
 
     /// The value of each cookie a `Set-Cookie` field sets (`sid=abc; Path=/` gives `abc`); fields joined with a comma

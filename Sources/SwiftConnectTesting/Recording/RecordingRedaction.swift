@@ -543,19 +543,23 @@ enum RecordingRedaction {
     }
 
     /// The secret values a response hands out, to hide wherever a later exchange shows them: each cookie's value in
-    /// `Set-Cookie` (the engine sends it back below the transport, where no redaction by name sees it), and every
+    /// `Set-Cookie` (the engine sends it back below the transport, where no redaction by name sees it), the value of
+    /// a field named like a secret or holding credentials (`X-Auth-Token`, `X-Upstream: Bearer …`), and every
     /// string under a secret key of a JSON body (a token endpoint's `access_token`).
     static func secretsHandedOut(by response: ConnectResponse) -> [String] {
         secretsHandedOut(fields: response.head.headerFields, body: response.data)
     }
 
-    /// The secret values a response with these fields and this body hands out: its cookies' values, the strings
-    /// under a secret name of its body (JSON, JSON lines, a URL-encoded form, XML's secret elements and attributes,
-    /// or an event stream's JSON data; JSON that cannot be parsed, read token by token), the credential of a plain-text
-    /// body of credentials (`Bearer …`), and the secret items of the
-    /// URLs it quotes (a `Location`'s `#access_token=…`, a `Link`'s, an upload link's `?upload_token=…` in the body).
+    /// The secret values a response with these fields and this body hands out: its cookies' and secret fields'
+    /// values, the strings under a secret name of its body (JSON, JSON lines, a URL-encoded form, XML's secret
+    /// elements and attributes, or an event stream's JSON data; JSON that cannot be parsed, read token by token), the
+    /// credential of a plain-text body of credentials (`Bearer …`), and the secret items of the URLs it quotes (a
+    /// `Location`'s `#access_token=…`, a `Link`'s, an upload link's `?upload_token=…` in the body).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
-        var found = cookies(in: fields).map(\.value) + secretsOfQuotedURLs(fields: fields, body: body)
+        // The body, or a later request, may quote a secret field's value (an `X-Auth-Token` the JSON repeats).
+        var found =
+            cookies(in: fields).map(\.value) + SecretValues.values(handedOutIn: fields)
+            + secretsOfQuotedURLs(fields: fields, body: body)
         if let type = fields[.contentType], type.lowercased().hasPrefix("multipart/") {
             // The JSON parts of a multipart answer (a batch's inner login answer).
             for part in Redaction.jsonParts(of: String(decoding: body, as: UTF8.self), contentType: type) {

@@ -329,6 +329,33 @@ final class RecordingSecretsTests: XCTestCase {
         }
     }
 
+    /// A token handed out in a header field (`X-Auth-Token`, or credentials under a name no rule knows) stays out of
+    /// the file wherever it shows again: the body that repeats it, a later request's path and query.
+    func testATokenHandedOutInAHeaderFieldIsHiddenWhereverItShowsAgain() throws {
+        // Given: a session endpoint that hands out a token in two fields and repeats it in its body
+        server.route("POST", "/session") { _ in
+            LocalServer.Response.json(string: #"{"user":"amy","id":"tok-FIELD-24680135","up":"tok-UPSTREAM-9753"}"#)
+                .withHeader("X-Auth-Token", "tok-FIELD-24680135")
+                .withHeader("X-Upstream", "Bearer tok-UPSTREAM-9753")
+        }
+        server.route("GET", "/sessions/*") { _ in .json(string: #"{"ok":true}"#) }
+        let file = folder.appendingPathComponent("field-token.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        // When
+        _ = try recorder.request(RecordingEndpoint(baseURL: server.baseURL, endpoint: "/session", method: .post))
+            .wait()
+        _ = try recorder.request(
+            RecordingEndpoint(baseURL: server.baseURL, endpoint: "/sessions/tok-FIELD-24680135?sid=tok-UPSTREAM-9753")
+        ).wait()
+        // Then
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-FIELD-24680135"), text)
+        XCTAssertFalse(text.contains("tok-UPSTREAM-9753"), text)
+        XCTAssertTrue(text.contains("/sessions/"), text)
+    }
+
     /// A token handed out inside a URL (an upload link's query), then sent back in a path, stays out of the file as a
     /// token handed out under a secret JSON key does.
     func testATokenAnEarlierAnswerHandedOutInAURLIsHiddenInLaterRequestURLsAndReplayStillMatches() throws {
