@@ -368,31 +368,78 @@ package enum Redaction {
         return result + rest
     }
 
-    /// A percent-encoded query (or form body) with the values of sensitive names hidden.
-    ///
-    /// Pairs are separated by `&` or by `;` (which some servers also accept), so `user=amy;password=x` hides
-    /// the password too, and by a `?` in the query (a URL glued onto another, a return address such as
-    /// `next=/cb?access_token=…`); every separator is kept as it was.
+    /// A percent-encoded query (or form body) with the values of sensitive names hidden (``secretItems(in:)``);
+    /// every separator before a hidden value is kept as it was.
     static func redactedQuery(_ query: String) -> String {
-        var result = ""
-        var pairStart = query.startIndex
-        for index in query.indices where query[index] == "&" || query[index] == ";" || query[index] == "?" {
-            result += redactedPair(query[pairStart..<index]) + String(query[index])
-            pairStart = query.index(after: index)
-        }
-        return result + redactedPair(query[pairStart...])
+        replacingSecretValues(in: query) { _ in placeholder }
     }
 
-    /// `name=value`, or `name=<redacted>` when the name (percent-decoded) is sensitive and the value is not empty.
+    /// `text`, a percent-encoded query or form, with the value of each of its ``secretItems(in:)`` replaced by
+    /// `replacement` of the item.
+    package static func replacingSecretValues(in text: String, with replacement: (SecretQueryItem) -> String)
+        -> String
+    {
+        var result = ""
+        var shownFrom = text.startIndex
+        for item in secretItems(in: text) {
+            result += text[shownFrom..<item.value.lowerBound] + replacement(item)
+            shownFrom = item.value.upperBound
+        }
+        return result + text[shownFrom...]
+    }
+
+    /// An item of a query or form whose name holds a secret (``secretItems(in:)``).
+    package struct SecretQueryItem {
+        /// The item's name, percent-decoded, `+` read as a space.
+        package let name: String
+        /// Where its value is, as a standard form reader takes it: up to the next `&`.
+        package let value: Range<String.Index>
+        /// Where its value is as a reader that also splits at `;` and `?` takes it: a part of ``value``.
+        package let shortValue: Range<String.Index>
+    }
+
+    /// The items of a percent-encoded query or form body whose name is sensitive (``isSensitiveQueryItem(_:)``) and
+    /// whose value is not empty.
     ///
-    /// An empty value hides nothing, and is shown as it is: text already redacted (`?access_token=<redacted>&x=1`,
-    /// a message whose token was hidden by value) reads, a bare `<` ending a URL, as `?access_token=`, which would
-    /// otherwise get a second placeholder.
-    private static func redactedPair(_ pair: Substring) -> String {
-        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-        let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-        guard parts.count == 2, !parts[1].isEmpty, isSensitiveQueryItem(name) else { return String(pair) }
-        return "\(parts[0])=\(placeholder)"
+    /// Items are separated by `&`; also by `;` (which some servers accept), so `user=amy;password=x` hides the
+    /// password too, and by `?` (a URL glued onto another, a return address such as `next=/cb?access_token=…`). A
+    /// secret's value runs to the next `&`, as a standard form reader takes it: a `;` or `?` in a password
+    /// (`password=pa;ss-word`) does not leave what follows it shown. An empty value hides nothing: text already
+    /// redacted (`?access_token=<redacted>&x=1`, a message whose token was hidden by value) reads, a bare `<` ending
+    /// a URL, as `?access_token=`, which would otherwise get a second placeholder.
+    ///
+    /// - Parameter text: The query or form.
+    /// - Returns: The secret items, in order.
+    package static func secretItems(in text: String) -> [SecretQueryItem] {
+        var found: [SecretQueryItem] = []
+        var itemStart = text.startIndex
+        while true {
+            let itemEnd = text[itemStart...].firstIndex(of: "&") ?? text.endIndex
+            var pieceStart = itemStart
+            while true {
+                let separator = text[pieceStart..<itemEnd].firstIndex { $0 == ";" || $0 == "?" }
+                let pieceEnd = separator ?? itemEnd
+                if let equals = text[pieceStart..<pieceEnd].firstIndex(of: "=") {
+                    let valueStart = text.index(after: equals)
+                    let name = formDecoded(text[pieceStart..<equals])
+                    if valueStart < itemEnd, isSensitiveQueryItem(name) {
+                        found.append(
+                            SecretQueryItem(name: name, value: valueStart..<itemEnd, shortValue: valueStart..<pieceEnd))
+                        break
+                    }
+                }
+                guard let separator else { break }
+                pieceStart = text.index(after: separator)
+            }
+            guard itemEnd < text.endIndex else { return found }
+            itemStart = text.index(after: itemEnd)
+        }
+    }
+
+    /// Form text with `+` read as a space and percent escapes undone.
+    package static func formDecoded(_ text: Substring) -> String {
+        let spaced = text.replacingOccurrences(of: "+", with: " ")
+        return spaced.removingPercentEncoding ?? spaced
     }
 
     /// Whether the member `key` of a JSON object holds a secret because a sibling names one: the `value` of a name/value

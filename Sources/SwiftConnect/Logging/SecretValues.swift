@@ -294,23 +294,12 @@ package struct SecretValues: Sendable, Equatable {
 
     /// The values of sensitive names in a percent-encoded query, fragment or form: each as sent and decoded.
     package static func formSecrets(_ text: String) -> [String] {
-        var found: [String] = []
-        // `?` as ``Redaction/redactedQuery(_:)`` reads it: items after a second one are items too.
-        for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" || $0 == "?" }) {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2 else { continue }
-            let name = decodedFormText(parts[0])
-            guard Redaction.isSensitiveQueryItem(name) else { continue }
-            found.append(String(parts[1]))
-            found.append(decodedFormText(parts[1]))
+        Redaction.secretItems(in: text).flatMap { item in
+            // As a standard reader takes the value, and as one that ends it at a `;` or `?` does (the server may).
+            [item.value, item.shortValue].flatMap { range in
+                [String(text[range]), Redaction.formDecoded(text[range])]
+            }
         }
-        return found
-    }
-
-    /// Form text with `+` read as a space and percent escapes undone.
-    private static func decodedFormText(_ text: Substring) -> String {
-        let spaced = text.replacingOccurrences(of: "+", with: " ")
-        return spaced.removingPercentEncoding ?? spaced
     }
 
     /// The values of sensitive fields of a request body.

@@ -578,15 +578,7 @@ enum RecordingRedaction {
         if let text = String(data: body, encoding: .utf8),
             isForm(fields[.contentType]) || isFormAsText(text, contentType: fields[.contentType])
         {
-            for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
-                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                guard parts.count == 2 else { continue }
-                let name = parts[0].replacingOccurrences(of: "+", with: " ")
-                let value = parts[1].replacingOccurrences(of: "+", with: " ")
-                guard Redaction.isSensitiveQueryItem(name.removingPercentEncoding ?? name) else { continue }
-                found.append(value.removingPercentEncoding ?? value)
-            }
-            return found.filter { !$0.isEmpty }
+            return found + SecretValues.formSecrets(text)
         }
         if isEventStream(fields[.contentType]), let text = String(data: body, encoding: .utf8) {
             return found + secretsHandedOut(byEventStream: text)
@@ -818,30 +810,11 @@ enum RecordingRedaction {
         return "\(name)=\(placeholder(name))" + (parts.count > 1 ? ";" + String(parts[1]) : "")
     }
 
-    /// A percent-encoded query or form with the values of secret names replaced by an encoded placeholder; every
-    /// separator (`&`, `;`, and a `?` after the first, as the logs read a URL glued onto another:
-    /// `next=/home?access_token=…`) kept.
+    /// A percent-encoded query or form with the values of secret names replaced by an encoded placeholder, read as
+    /// the logs read it (``Redaction/secretItems(in:)``: a value runs to the next `&`); every separator before a
+    /// hidden value kept.
     private static func redactedForm(_ text: String) -> String {
-        var result = ""
-        var pair = ""
-        for character in text {
-            if character == "&" || character == ";" || character == "?" {
-                result += redactedPair(pair) + String(character)
-                pair = ""
-            } else {
-                pair.append(character)
-            }
-        }
-        return result + redactedPair(pair)
-    }
-
-    private static func redactedPair(_ pair: String) -> String {
-        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-        guard parts.count == 2 else { return pair }
-        let spaced = parts[0].replacingOccurrences(of: "+", with: " ")
-        let name = spaced.removingPercentEncoding ?? spaced
-        guard Redaction.isSensitiveQueryItem(name) else { return pair }
-        return "\(parts[0])=\(encoded(placeholder(name)))"
+        Redaction.replacingSecretValues(in: text) { encoded(placeholder($0.name)) }
     }
 
     /// A percent-encoded path with the values of its secret path parameters (`/shop;jsessionid=…/cart`, after a

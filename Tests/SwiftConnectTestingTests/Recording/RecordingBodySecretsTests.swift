@@ -60,6 +60,24 @@ final class RecordingBodySecretsTests: XCTestCase {
 
     /// A secret field shorter than values are hidden by (``SecretValues``' minimum) is hidden by its name, its part's
     /// bytes found without reading the body as text: the file part stays byte for byte.
+    /// A form whose password holds a `;` or a `?` (neither of which `URLComponents` escapes) keeps none of it in the
+    /// file: its value runs to the next `&`, as a form reader takes it.
+    func testAFormPasswordWithASemicolonOrQuestionMarkIsHiddenWhole() throws {
+        let file = folder.appendingPathComponent("form.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: FakeTransport.answering(.status(200)), mode: .record)
+        for password in ["pa;ss-Secret-42", "pa?ss-Secret-43"] {
+            let request = try connectRequest(
+                .post, "http://api.test/login", headers: [.contentType: "application/x-www-form-urlencoded"],
+                body: Data("username=amy&password=\(password)&remember=1".utf8))
+            _ = try recorder.send(request, transfer: TransferOptions()).wait()
+        }
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("Secret-4"), text)
+        let har = try HAR(contentsOf: file)
+        let bodies = har.log.entries.compactMap { $0.request.postData?.data }.map { String(decoding: $0, as: UTF8.self) }
+        XCTAssertEqual(bodies, Array(repeating: "username=amy&password=%3Credacted%3Apassword%3E&remember=1", count: 2))
+    }
+
     func testAShortPasswordFieldOfAnUploadIsHiddenByNameAndReplayMatchesAnother() throws {
         // Given
         let file = folder.appendingPathComponent("short.har")

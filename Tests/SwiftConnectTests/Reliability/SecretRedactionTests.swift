@@ -456,6 +456,25 @@ final class SecretRedactionTests: XCTestCase {
         }
     }
 
+    /// A `;` or `?` inside a secret's value (a form a client built with `URLComponents`, which escapes neither) does
+    /// not end what is hidden: a form reader takes the value up to the next `&`, and the rest of the password would
+    /// show. An echo of either reading is hidden too.
+    func testASemicolonOrQuestionMarkInASecretValueHidesTheWholeValue() throws {
+        for form in ["user=amy&password=pa;ss-Secret-42&x=1", "user=amy&password=pa?ss-Secret-42&x=1"] {
+            let shown = Redaction.bodyText(
+                Data(form.utf8), contentType: "application/x-www-form-urlencoded", redacting: true, pretty: true)
+            XCTAssertEqual(shown, "user=amy&password=<redacted>&x=1")
+            let url = try XCTUnwrap(URL(string: "https://api.example.com/login?\(form)"))
+            XCTAssertEqual(
+                Redaction.url(url, redacting: true), "https://api.example.com/login?user=amy&password=<redacted>&x=1")
+        }
+        let request = ConnectRequest(url: URL(string: "https://api.example.com/login?password=pa;ss-Secret-42")!)
+        XCTAssertEqual(
+            SecretValues(of: request).hiding(in: "rejected pa;ss-Secret-42, and pa alone"),
+            "rejected <redacted>, and pa alone",
+            "the value to the `&`; `pa` is too short to hide alone")
+    }
+
     func testSecretValuesInAURLFragmentAreRedacted() throws {
         // Given: what OAuth's implicit flow puts in a fragment
         let fragment = "access_token=\(Secret.accessToken)&expires_in=3600&state=xyz"
