@@ -55,5 +55,16 @@ extension RecordingTransport {
         try FileManager.default.createDirectory(
             at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         try data.write(to: url, options: .atomic)
+        writtenThisRun.withLock { _ = $0.insert(url.standardizedFileURL.path) }
+    }
+
+    /// The files transports of this process have written (standardized paths): a transport made later to record one
+    /// of them (the second client of a test, made after the first had recorded) adds to it, where one made for a
+    /// file of an earlier run replaces it.
+    private static let writtenThisRun = Protected<Set<String>>([])
+
+    /// Whether a transport of this process has written the file at `url`.
+    static func wasWrittenThisRun(_ url: URL) -> Bool {
+        writtenThisRun.withLock { $0.contains(url.standardizedFileURL.path) }
     }
 }

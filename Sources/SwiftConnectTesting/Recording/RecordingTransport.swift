@@ -48,8 +48,10 @@ import SwiftConnect
 /// - **Files**: HAR 1.2 (a browser's export replays too), pretty-printed with sorted keys, written atomically after
 ///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test
 ///   file's and the test method's, not the test class's, so two classes of one file with a test of the same name
-///   need a name for one of them), and tests can run in parallel. Transports of one process recording one file at
-///   the same time (two clients of a test) each add to what the others wrote, rather than replace it. A recorded
+///   need a name for one of them), and tests can run in parallel. Transports of one process recording one file (two
+///   clients of a test, made together or one after the other) each add to what the others wrote, rather than replace
+///   it; a file no transport of the process wrote is an earlier run's, replaced. Two transports replaying one file
+///   each replay it from its start: give each client its own file, or share one transport between them. A recorded
 ///   body is held to its answer's `Content-Length`, as an engine holds a live one (unless the length counts other
 ///   bytes: a content-encoded body, an answer to `HEAD`, a 204 or 304, a download's error page recorded cut): one of
 ///   another length (edited by hand, left out of a browser's export) fails with
@@ -148,8 +150,12 @@ public final class RecordingTransport: Transport, Sendable {
         retryClock = mode == .replay ? ImmediateRetryClock() : DispatchRetryClock()
         var state = State()
         if mode == .record {
-            // Read to notice another transport writing the file meanwhile; the entries are replaced.
+            // Read to notice another transport writing the file meanwhile; the entries are replaced, unless a
+            // transport of this run wrote them (an earlier client of the same test): those are added to.
             state.fileBytes = try? Data(contentsOf: fileURL)
+            if let bytes = state.fileBytes, Self.wasWrittenThisRun(fileURL), let har = try? HAR(data: bytes) {
+                state.fileEntries = har.log.entries
+            }
         } else {
             state = RecordingTransport.load(fileURL, required: mode == .replay)
         }

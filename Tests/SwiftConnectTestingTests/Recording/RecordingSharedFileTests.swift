@@ -17,11 +17,14 @@ final class RecordingSharedFileTests: XCTestCase {
     }
 
     func testTwoTransportsRecordingOneFileKeepEveryExchange() throws {
-        // Given: an old recording, and two transports re-recording the file at once
+        // Given: a recording of an earlier run (copied in: no transport of this run wrote it), and two transports
+        // re-recording the file at once
         let file = folder.appendingPathComponent("shared.har")
+        let earlier = folder.appendingPathComponent("earlier.har")
         let old = RecordingTransport(
-            fileURL: file, wrapping: FakeTransport.answering(.json(string: #"{"old":true}"#)), mode: .record)
+            fileURL: earlier, wrapping: FakeTransport.answering(.json(string: #"{"old":true}"#)), mode: .record)
         _ = try old.send(connectRequest(.get, "http://api.test/old"), transfer: .init()).wait()
+        try FileManager.default.copyItem(at: earlier, to: file)
         let first = RecordingTransport(
             fileURL: file, wrapping: FakeTransport.answering(.json(string: #"{"n":1}"#)), mode: .record)
         let second = RecordingTransport(
@@ -31,6 +34,21 @@ final class RecordingSharedFileTests: XCTestCase {
         _ = try second.send(connectRequest(.get, "http://api.test/b"), transfer: .init()).wait()
         _ = try first.send(connectRequest(.get, "http://api.test/c"), transfer: .init()).wait()
         // Then: the file holds this run's three exchanges, in order, and not the old one
+        let urls = try HAR(contentsOf: file).log.entries.map(\.request.url)
+        XCTAssertEqual(urls, ["http://api.test/a", "http://api.test/b", "http://api.test/c"])
+    }
+
+    /// The second client of a test, made after the first has recorded, adds to what it recorded: the file is this
+    /// run's, not an earlier one to replace.
+    func testATransportMadeAfterAnotherRecordedTheFileAddsToIt() throws {
+        let file = folder.appendingPathComponent("after.har")
+        let first = RecordingTransport(
+            fileURL: file, wrapping: FakeTransport.answering(.json(string: #"{"n":1}"#)), mode: .record)
+        _ = try first.send(connectRequest(.get, "http://api.test/a"), transfer: .init()).wait()
+        let second = RecordingTransport(
+            fileURL: file, wrapping: FakeTransport.answering(.json(string: #"{"n":2}"#)), mode: .record)
+        _ = try second.send(connectRequest(.get, "http://api.test/b"), transfer: .init()).wait()
+        _ = try first.send(connectRequest(.get, "http://api.test/c"), transfer: .init()).wait()
         let urls = try HAR(contentsOf: file).log.entries.map(\.request.url)
         XCTAssertEqual(urls, ["http://api.test/a", "http://api.test/b", "http://api.test/c"])
     }
