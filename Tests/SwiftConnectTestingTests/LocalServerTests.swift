@@ -1020,6 +1020,24 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 1)
     }
 
+    /// In a replay, a server takes its recorded port once: a second `start()` does nothing, as it does when the
+    /// server listens, and the next server gets the next recorded port. Started again after `stop()`, it takes the
+    /// next one, as a recording server listens anew.
+    func testAReplayingServerStartedTwiceKeepsItsRecordedPort() throws {
+        LocalServer.portPlan.withLock { $0 = LocalServer.PortPlan(replaying: [1111, 2222, 3333]) }
+        defer { LocalServer.portPlan.withLock { $0 = nil } }
+        let first = LocalServer()
+        try first.start()
+        try first.start()
+        XCTAssertEqual(first.port, 1111)
+        let second = LocalServer()
+        try second.start()
+        XCTAssertEqual(second.port, 2222)
+        first.stop()
+        try first.start()
+        XCTAssertEqual(first.port, 3333)
+    }
+
     func testStartStopCyclesDoNotLeakDescriptors() throws {
         let descriptors = "/proc/self/fd"
         guard FileManager.default.fileExists(atPath: descriptors) else { throw XCTSkip("needs /proc") }

@@ -162,6 +162,9 @@ extension LocalServer {
             var routes: [Route] = []
             var port = 0
             var run: Run?
+            /// Whether the server took a recorded port in a replay (no listener, no ``run``): a second `start()`
+            /// takes no other one.
+            var isReplaying = false
             var nextConnectionID = 1
             var statistics = Statistics()
             /// Callers of ``LocalServer/waitUntilIdle(timeout:)``, signalled when no request is in flight. Kept
@@ -180,10 +183,11 @@ extension LocalServer {
 
         func start() throws {
             try state.withLock { state in
-                guard state.run == nil else { return }
+                guard state.run == nil, !state.isReplaying else { return }
                 if let port = LocalServer.portPlan.snapshot?.portToReserve() {
                     // A replay: the server's URLs name the recorded port, and nothing listens there.
                     state.port = port
+                    state.isReplaying = true
                     return
                 }
                 let (listener, port) = try Self.listen()
@@ -214,6 +218,8 @@ extension LocalServer {
         func stop() {
             guard
                 let run = state.withLock({ state -> Run? in
+                    // A replaying server started again takes the next recorded port, as a recording one listens anew.
+                    state.isReplaying = false
                     defer { state.run = nil }
                     return state.run
                 })
