@@ -46,19 +46,22 @@ enum OpenAPIConversion {
     private static func collect(_ body: HTTPBody, length: Int64) async throws -> Data {
         var data = Data()
         data.reserveCapacity(Int(length))
+        var isTooLong = false
         do {
             for try await chunk in body {
-                guard data.count + chunk.count <= length else { throw wrongLength(length, "more") }
+                guard data.count + chunk.count <= length else {
+                    isTooLong = true
+                    break
+                }
                 data.append(contentsOf: chunk)
             }
-        } catch let error as ConnectError {
-            throw error
-        } catch let error as CancellationError {
-            throw error
         } catch {
+            // Whatever the sequence threw, its own `CancellationError` or another call's `ConnectError` too, as the
+            // core fails a streamed body: the caller's own cancellation is told apart by `send`, which checks its task.
             throw ConnectError(
                 .invalidRequest, message: "the request body's sequence failed: \(error)", underlyingError: error)
         }
+        if isTooLong { throw wrongLength(length, "more") }
         guard data.count == length else { throw wrongLength(length, "fewer") }
         return data
     }

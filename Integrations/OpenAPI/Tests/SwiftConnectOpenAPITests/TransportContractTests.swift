@@ -166,30 +166,39 @@ final class TransportContractTests: XCTestCase {
     /// A request body whose sequence fails while it is read (a file read as it goes, say) fails the operation with the
     /// client's `invalidRequest`, the body's own error underneath, and nothing reaches the server: read into memory
     /// first (one the generated code can iterate again, of a known length) as when streamed. Read into memory, the
-    /// body's own error came out as it was, no `ConnectError`.
+    /// body's own error came out as it was, no `ConnectError`; then, still, its own `CancellationError` (its
+    /// producer's task cancelled, not the caller's) and another call's `ConnectError`, which reached the caller as a
+    /// cancellation or as that call's failure.
     func testARequestBodyThatFailsIsAnInvalidRequestWithItsErrorUnderneath() async throws {
         struct DiskGone: Error {}
         server.route("PUT", "/api/files") { .echo($0) }
+        let errors: [@Sendable () -> any Error] = [
+            { DiskGone() }, { CancellationError() }, { ConnectError(.timedOut, message: "another call's") },
+        ]
         for engine in Engine.allCases {
             for behavior in [IterationBehavior.multiple, .single] {
-                let body = HTTPBody(
-                    AsyncThrowingStream<ArraySlice<UInt8>, any Error> { continuation in
-                        continuation.yield(ArraySlice(repeating: 1, count: 3))
-                        continuation.finish(throwing: DiskGone())
-                    }, length: .known(10), iterationBehavior: behavior)
-                let before = server.requests.filter { $0.method == "PUT" }.count
-                do {
-                    let (response, _) = try await transport(engine).send(
-                        request(.put, "/files"), body: body, baseURL: server.baseURL.appendingPathComponent("api"),
-                        operationID: "put")
-                    XCTFail("\(engine) \(behavior): answered \(response.status)")
-                } catch {
-                    let failure = error as? ConnectError
-                    XCTAssertEqual(failure?.kind, .invalidRequest, "\(engine) \(behavior): \(error)")
-                    XCTAssertTrue(failure?.underlyingError is DiskGone, "\(engine) \(behavior): \(error)")
+                for makeError in errors {
+                    let thrown = makeError()
+                    let body = HTTPBody(
+                        AsyncThrowingStream<ArraySlice<UInt8>, any Error> { continuation in
+                            continuation.yield(ArraySlice(repeating: 1, count: 3))
+                            continuation.finish(throwing: thrown)
+                        }, length: .known(10), iterationBehavior: behavior)
+                    let before = server.requests.filter { $0.method == "PUT" }.count
+                    do {
+                        let (response, _) = try await transport(engine).send(
+                            request(.put, "/files"), body: body, baseURL: server.baseURL.appendingPathComponent("api"),
+                            operationID: "put")
+                        XCTFail("\(engine) \(behavior): answered \(response.status)")
+                    } catch {
+                        let failure = error as? ConnectError
+                        XCTAssertEqual(failure?.kind, .invalidRequest, "\(engine) \(behavior): \(error)")
+                        let underlying = failure?.underlyingError.map { "\(type(of: $0))" }
+                        XCTAssertEqual(underlying, "\(type(of: thrown))", "\(engine) \(behavior): \(error)")
+                    }
+                    let handled = server.requests.filter { $0.method == "PUT" }.count
+                    XCTAssertEqual(handled, before, "\(engine) \(behavior): the server took a request")
                 }
-                let handled = server.requests.filter { $0.method == "PUT" }.count
-                XCTAssertEqual(handled, before, "\(engine) \(behavior): the server took a request")
             }
         }
     }
