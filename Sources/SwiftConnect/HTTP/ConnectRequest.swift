@@ -58,6 +58,11 @@ public struct ConnectRequest: Sendable {
     /// it or an error about it is shown (``SecretValues``), as a secret query item is; a copy keeps them, a request
     /// made anew from a `URLRequest` has none.
     package var declaredSecrets: [String] = []
+    /// Whether this is the request of a call that shares an identical request another call sent
+    /// (``Connect/Settings/coalescesIdenticalRequests``), as observers hear its attempt start
+    /// (``ConnectEvent/attemptStarted(attempt:request:)``): no request of its own goes on the wire. For an observer
+    /// that counts the wire's requests (`MetricsObserver`), through `@_spi(Observability) import SwiftConnect`.
+    @_spi(Observability) public internal(set) var sharesAnotherCallsRequest = false
 
     /// The body of a request, and whether it can be sent again.
     public enum Body: Sendable {

@@ -1,7 +1,8 @@
 import Foundation
-import SwiftConnect
 import SwiftConnectTesting
 import XCTest
+
+@_spi(Observability) import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -45,7 +46,9 @@ final class ConnectObserverTests: XCTestCase {
             static func describe(_ event: ConnectEvent) -> String {
                 switch event {
                 case .attemptStarted(let attempt, let request):
-                    return "start \(attempt) \(request.value(forHTTPHeaderField: "traceparent") ?? "-")"
+                    // A call that shares another's request (coalescing) is marked: it sent nothing of its own.
+                    let shared = request.sharesAnotherCallsRequest ? " shared" : ""
+                    return "start \(attempt) \(request.value(forHTTPHeaderField: "traceparent") ?? "-")\(shared)"
                 case .attemptEnded(let attempt, let status, let error, _, _):
                     return "end \(attempt) \(status.map(String.init) ?? error.map { "\($0.kind)" } ?? "?")"
                 case .redirected(let status, let location): return "redirect \(status) \(location.path)"
@@ -527,8 +530,9 @@ final class ConnectObserverTests: XCTestCase {
             settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
     }
 
-    /// A call that joins an identical one in flight (coalescing) is one attempt to its observers, as its end says: it
-    /// was told its end only (`attempts: 1`), so a tracer made no span for it and metrics counted no request.
+    /// A call that joins an identical one in flight (coalescing) is one attempt to its observers, as its end says
+    /// (`attempts: 1`), its start marked as sharing the other's request: a tracer makes its span, metrics count no
+    /// request of its own.
     func testACallThatJoinsAnIdenticalOneIsToldItsAttempt() throws {
         let observer = PerCallObserver()
         let transport = ManualTransport()
@@ -536,13 +540,13 @@ final class ConnectObserverTests: XCTestCase {
         let first = connect.request(GetTodo())
         let joined = connect.request(GetTodo())
         XCTAssertEqual(transport.requests.count, 1)
-        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -"], "the shared request is at the transport")
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 - shared"], "the shared request is at the transport")
         transport.respond(to: 0, body: Data("{}".utf8))
         XCTAssertNotNil(value(of: first))
         XCTAssertNotNil(value(of: joined))
         XCTAssertEqual(transport.requests.count, 1)
         XCTAssertEqual(observer.events(ofCall: 0), ["start 1 -", "end 1 200", "call 200 after 1"])
-        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 - shared", "end 1 200", "call 200 after 1"])
     }
 
     /// A call that joined one waiting in the queue starts its attempt when the shared request reaches the transport.
@@ -558,11 +562,11 @@ final class ConnectObserverTests: XCTestCase {
         let joined = connect.request(GetTodo())
         XCTAssertEqual(observer.events(ofCall: 1), [], "nothing is sent yet")
         queue.resume()
-        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 - shared"])
         transport.respond(to: 0, status: 503)
         XCTAssertEqual(connectError(of: first)?.statusCode, 503)
         XCTAssertEqual(connectError(of: joined)?.statusCode, 503)
-        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -", "end 1 503", "call 503 after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 - shared", "end 1 503", "call 503 after 1"])
     }
 
     /// A call that joined one waiting in the queue waited in it too: it hears its wait, from when it joined, before
@@ -587,7 +591,7 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertNotNil(value(of: joined))
         XCTAssertEqual(transport.requests.count, 1)
         XCTAssertEqual(observer.events(ofCall: 0), ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
-        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 - shared", "end 1 200", "call 200 after 1"])
         let seconds = waits.calls.values.map(\.values)
         XCTAssertEqual(seconds.map(\.count), [1, 1])
         if seconds.map(\.count) == [1, 1] {
@@ -646,7 +650,7 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertNotNil(value(of: first))
         // As any call cut short hears it (see the test of a call that leaves a shared request).
         XCTAssertEqual(
-            observer.events(ofCall: 1), ["queued", "start 1 -", "call cancelled after 1", "end 1 cancelled"])
+            observer.events(ofCall: 1), ["queued", "start 1 - shared", "call cancelled after 1", "end 1 cancelled"])
     }
 
     /// Runs `cancel` when the call it was asked about in position `call` (from 0) hears its attempt start.
@@ -697,7 +701,8 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 0)
         let alone = ["start 1 -", "end 1 invalidRequest", "call invalidRequest after 1"]
         XCTAssertEqual(observer.events(ofCall: 0), ["queued"] + alone, "the call whose request waited in the queue")
-        XCTAssertEqual(observer.events(ofCall: 1), ["queued"] + alone, "the call that waited with it")
+        XCTAssertEqual(
+            observer.events(ofCall: 1), ["queued", "start 1 - shared"] + alone.dropFirst(), "the call that waited with it")
     }
 
     /// A call that leaves a shared request (cancelled) hears its attempt end after its own end, as cancelled, as any
@@ -710,10 +715,10 @@ final class ConnectObserverTests: XCTestCase {
         let joined = connect.request(GetTodo())
         joined.cancel()
         XCTAssertEqual(connectError(of: joined)?.kind, .cancelled)
-        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "call cancelled after 1", "end 1 cancelled"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 - shared", "call cancelled after 1", "end 1 cancelled"])
         transport.respond(to: 0, body: Data("{}".utf8))
         XCTAssertNotNil(value(of: first))
-        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "call cancelled after 1", "end 1 cancelled"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 - shared", "call cancelled after 1", "end 1 cancelled"])
         XCTAssertEqual(observer.events(ofCall: 0), ["start 1 -", "end 1 200", "call 200 after 1"])
     }
 
@@ -730,11 +735,12 @@ final class ConnectObserverTests: XCTestCase {
         transport.respond(to: 0, body: Data("{}".utf8))
         XCTAssertNotNil(value(of: joined))
         XCTAssertEqual(observer.events(ofCall: 0), ["start 1 -", "call cancelled after 1", "end 1 cancelled"])
-        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 - shared", "end 1 200", "call 200 after 1"])
     }
 
     /// The same, when it leaves before the shared request reaches the transport (waiting in the queue): it hears of
-    /// no send after its end, and is not asked for fields to add to it (a tracer would start a span nothing ends).
+    /// no send after its end, and is not asked for fields to add to it (a tracer would start a span nothing ends). The
+    /// request then goes for the call that joined it, whose start is not marked shared: metrics count it as sent.
     func testTheCallWhoseQueuedRequestIsSharedHearsOfNoSendAfterItLeft() throws {
         let observer = PerCallObserver(addsFields: true)
         let transport = ManualTransport()

@@ -39,6 +39,10 @@ import Foundation
 /// | no response | none | the ``SwiftConnect/ConnectError/Kind`` (`timedOut`, `cannotConnect`…); the error's type when a middleware's own error ended the call during the attempt |
 ///
 /// An attempt a middleware sends more than once (calling `next` again, a hedge) is timed, and active, once per send.
+/// A call that shares an identical request another call sent
+/// (``SwiftConnect/Connect/Settings/coalescesIdenticalRequests``) sends nothing: its attempt has no duration, no
+/// active request and no sizes, which count the requests that went on the wire, as OpenTelemetry's conventions do
+/// (its retries, waits and cache lookups are still the call's).
 ///
 /// The duration, active requests, sizes and retries of a send are labelled by the method its request went out with,
 /// after every middleware (`POST` for a `PATCH` a middleware tunnels through `POST`), as `TracingObserver`'s span is
@@ -99,7 +103,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// A send in flight: when it started, and the labels of its metrics.
     private typealias Send = (start: UInt64, labels: [(String, String)])
 
-    // `lock` protects `started`, `sentLabels` and `lastAttempt`; the rest never changes.
+    // `lock` protects `started`, `sentLabels`, `shared` and `lastAttempt`; the rest never changes.
     private let lock = NSLock()
     private let factory: any MetricsFactory
     /// The call's method, which ``base`` names.
@@ -118,6 +122,9 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// The labels of each attempt's latest send, kept after the call's end: a send it cut short is told ended after it,
     /// and its sizes are labelled as its duration was.
     private var sentLabels: [Int: [(String, String)]] = [:]
+    /// The attempts, by number, whose start said they share an identical request another call sent (coalescing), not
+    /// yet ended: they sent nothing, and record no send.
+    private var shared: [Int: Int] = [:]
     /// The highest attempt told started: a retry is counted once, at its attempt's first send, however many sends
     /// the attempt makes.
     private var lastAttempt = 0
@@ -151,19 +158,35 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
         switch event {
         case .attemptStarted(let attempt, let request):
             let labels = labels(of: request)
+            let isShared = request.sharesAnotherCallsRequest
             let isNewAttempt = lock.withLock { () -> Bool in
-                started[attempt, default: []].append((DispatchTime.now().uptimeNanoseconds, labels))
-                sentLabels[attempt] = labels
+                if isShared {
+                    shared[attempt, default: 0] += 1
+                } else {
+                    started[attempt, default: []].append((DispatchTime.now().uptimeNanoseconds, labels))
+                    sentLabels[attempt] = labels
+                }
                 defer { lastAttempt = max(lastAttempt, attempt) }
                 return attempt > lastAttempt
             }
-            Meter(label: "http.client.active_requests", dimensions: labels + [port], factory: factory).increment()
+            // An attempt that shares another call's request is none on the wire: the duration, the active requests
+            // and the sizes count the wire's requests, as OpenTelemetry's do. It is still the call's attempt.
+            if !isShared {
+                Meter(label: "http.client.active_requests", dimensions: labels + [port], factory: factory).increment()
+            }
             if attempt > 1, isNewAttempt {
                 Counter(label: "swiftconnect.client.retries", dimensions: labels, factory: factory).increment()
             }
         case .attemptEnded(let attempt, let status, let error, let bytesSent, let bytesReceived):
             let outcome = Self.outcome(status: status, error: error)
-            let (send, sent) = lock.withLock { (Self.takeOldest(of: attempt, from: &started), sentLabels[attempt]) }
+            let (send, sent, wasShared) = lock.withLock { () -> (Send?, [(String, String)]?, Bool) in
+                if started[attempt]?.isEmpty ?? true, let count = shared[attempt], count > 0 {
+                    shared[attempt] = count > 1 ? count - 1 : nil
+                    return (nil, nil, true)
+                }
+                return (Self.takeOldest(of: attempt, from: &started), sentLabels[attempt], false)
+            }
+            if wasShared { return }
             if let send { end(send, outcome: outcome) }
             // A send the call's end cut short has ended already, under the labels it was sent with; an attempt told
             // ended with no start sent nothing: the call's labels.

@@ -76,6 +76,30 @@ final class MetricsObserverTests: XCTestCase {
         XCTAssertEqual(sent.values, [0])
     }
 
+    /// Two calls that share one request (coalescing) record one send: one duration, one active request, one set of
+    /// sizes, as the wire saw one request.
+    func testCallsThatShareOneRequestRecordOneSend() throws {
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        transport.stub("/todos/7", with: FakeResponse.json(string: #"{"id":7}"#).released(by: gate.future))
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(
+                coalescesIdenticalRequests: true, observers: [MetricsObserver(factory: metrics)]))
+        let calls = [connect.request(todo), connect.request(todo)]
+        gate.succeed(())
+        for call in calls { _ = try call.wait(timeout: 10) }
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(durations(("http.response.status_code", "200")).count, 1)
+        let active = try metrics.expectMeter(
+            "http.client.active_requests", base + [("server.port", String(server.port))])
+        XCTAssertEqual(active.values, [1, 0])
+        let received = try metrics.expectRecorder(
+            "http.client.response.body.size",
+            base + [("server.port", String(server.port)), ("http.response.status_code", "200")])
+        XCTAssertEqual(received.values, [8])
+    }
+
     /// OpenTelemetry's `http.client.request.duration` is in seconds: the timer asks the backend to show it so (a
     /// loopback call takes far more than 60 nanoseconds, and far less than 60 seconds).
     func testTheDurationIsShownInSeconds() throws {

@@ -47,7 +47,8 @@ import Tracing
 /// send carrying its own span's context. The end of a send does not say which send it was: the sends of one attempt
 /// end their spans oldest first, and a redirect is an event of the oldest one still open.
 ///
-/// A call answered by the client's cache sends nothing and makes no span.
+/// A call answered by the client's cache sends nothing and makes no CLIENT span; what it met before the cache answered
+/// (a wait while offline) is told on an INTERNAL span, as any event no send followed.
 public struct TracingObserver: ConnectObserver {
     /// The tracer; `nil` for the process's (`InstrumentationSystem.tracer`), read at each call.
     private let tracer: (any Tracer)?

@@ -363,6 +363,26 @@ class TracingConformanceTests: XCTestCase {
         _ = try connect.request(todo).wait()
         XCTAssertEqual(tracer.finishedSpans.count, 1)
     }
+
+    /// A call the cache answers after it was held offline sends nothing either: no CLIENT span, and the wait is told
+    /// on an INTERNAL span, as any event no send followed is, not lost.
+    func testACacheHitAfterAnOfflineHoldTellsTheWaitOnAnInternalSpan() throws {
+        // Loopback hosts are never held: a fake transport stands for a remote server.
+        let monitor = FakeConnectivityMonitor(.connected)
+        let remote = GetTodo(baseURL: URL(string: "https://api.example.com")!)
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: "{}")),
+            middlewares: [ConnectivityMiddleware(monitor: monitor)],
+            responseCache: ResponseCache(defaultRule: CacheRule(timeToLive: 60)),
+            settings: Connect.Settings(observers: [TracingObserver(tracer: tracer)]))
+        _ = try connect.request(remote).wait()
+        monitor.set(.disconnected)
+        let held = connect.request(remote)
+        monitor.set(.connected)
+        _ = try held.wait()
+        XCTAssertEqual(tracer.finishedSpans.map(\.kind), [.client, .internal])
+        XCTAssertEqual(tracer.finishedSpans.last?.events.map(\.name), ["held while offline"])
+    }
 }
 
 /// A value behind a lock, for the server's handlers.

@@ -144,6 +144,11 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// The redirects the shared request followed before this caller joined, told right after its start. Set under
         /// the coalescer's lock as the caller joins, before anything else can tell the attempt anything.
         private let missed = Protected<[ConnectEvent]>([])
+        /// Whether the shared request went on the wire for this caller: the first caller had left (cancelled) before
+        /// it reached the door, and this one had joined earliest of those left. Its start is then not marked as
+        /// sharing another call's request, so that an observer counting the wire's requests counts it. Set under the
+        /// coalescer's lock, before the start is told.
+        private let sendsForItself = Protected(false)
 
         init(
             observation: CallObservation, attempt: Int, request: ConnectRequest, transfer: TransferOptions,
@@ -162,6 +167,11 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             isDue.withLock { $0 = true }
         }
 
+        /// Notes that the shared request goes on the wire for this caller (``sendsForItself``).
+        func markSendingForItself() {
+            sendsForItself.withLock { $0 = true }
+        }
+
         /// Notes the redirects the shared request followed before this caller joined.
         func noteMissed(_ redirects: [ConnectEvent]) {
             missed.withLock { $0 = redirects }
@@ -178,7 +188,11 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// `telling` held.
         private func tellStart() {
             started = true
-            observation.recordStart(of: attempt, request: request)
+            // Marked, unless the shared request went for this caller: the attempt sends nothing of its own, which an
+            // observer counting the wire's requests skips.
+            var told = request
+            told.sharesAnotherCallsRequest = !sendsForItself.withLock { $0 }
+            observation.recordStart(of: attempt, request: told)
             let redirects = missed.withLock { missed in
                 defer { missed = [] }
                 return missed
@@ -477,6 +491,9 @@ extension RequestCoalescer {
             // In order of arrival.
             let observed = call.observed.sorted { $0.key < $1.key }.map(\.value)
             for attempt in observed { attempt.markDue() }
+            // The first caller left (cancelled) while the request waited (in the queue): it goes for the earliest of
+            // those still sharing it, whose observers count it as sent.
+            if call.first == nil, !call.callers.keys.contains(call.id) { observed.first?.markSendingForItself() }
             return (observed, call.sendings.sorted { $0.key < $1.key }.map(\.value))
         }
         // Each caller's retry loop counts its attempt as made, as its observers hear it start.
