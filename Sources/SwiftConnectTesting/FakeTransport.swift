@@ -353,18 +353,17 @@ public final class FakeTransport: Transport, Sendable {
     /// stub's handler and ``requests`` saw none, so a test could not check what its app uploads.
     private func sendReadingBody(of request: URLRequest) -> Future<ConnectResponse> {
         let stream: ConnectRequest.OneShotStream
+        let length: Int64?
         do {
-            guard case .stream(let body) = try ConnectRequest(request).body else { return send(request) }
+            let model = try ConnectRequest(request)
+            guard case .stream(let body) = model.body else { return send(request) }
             stream = body
+            // A stream of unknown length is held to the `Content-Length` its caller set, as an engine's exchange
+            // holds it.
+            length = model.announcedLength(of: body)
         } catch {
             return Future(error: error)
         }
-        // A stream of unknown length is held to the `Content-Length` its caller set, as an engine's exchange holds it.
-        let length =
-            stream.length
-            ?? request.value(forHTTPHeaderField: "Content-Length").flatMap {
-                Int64($0.trimmingCharacters(in: .whitespaces))
-            }
         return stream.readingWhole(announcing: length) { bytes in
             var whole = request
             whole.httpBodyStream = nil

@@ -130,6 +130,18 @@ extension ConnectRequest {
     }
 }
 
+extension ConnectRequest {
+    /// The length a one-shot body of this request is held to: the stream's own, else a `Content-Length` its caller
+    /// set (the wire check makes sure it is one); `nil` when neither says one. Every engine's exchange, the fake
+    /// transport and a recording hold the body to it alike.
+    ///
+    /// - Parameter stream: The request's one-shot body.
+    /// - Returns: The length, or `nil`.
+    package func announcedLength(of stream: OneShotStream) -> Int64? {
+        stream.length ?? headerFields[.contentLength].flatMap { ContentLength.value(of: $0) }
+    }
+}
+
 /// Reading a `Content-Length` value.
 enum ContentLength {
     /// Whether `value` says `length`: digits, with blanks around them allowed.

@@ -279,9 +279,11 @@ public final class RecordingTransport: Transport, Sendable {
         }
         guard case .stream(let stream) = request.body else { return answer(request, live: request, transfer: transfer) }
         // A one-shot body is read whole first: matching and the file need its bytes. The wrapped transport still gets
-        // a one-shot body, as it would have. It is held to the length it announces, as every engine holds it: a body
-        // of another length fails with the core's error, neither matched nor sent.
-        return stream.readingWhole(announcing: stream.length) { bytes in
+        // a one-shot body, as it would have. It is held to the length it announces, or to the `Content-Length` its
+        // caller set, as every engine holds it: a body of another length fails with the core's error, neither matched
+        // nor sent.
+        let length = request.announcedLength(of: stream)
+        return stream.readingWhole(announcing: length) { bytes in
             var readable = request
             readable.body = .bytes(bytes)
             var live = request

@@ -86,6 +86,34 @@ final class RecordingOneShotBodyTests: XCTestCase {
         // Then
         XCTAssertEqual(replayed.data, Data("stored".utf8))
     }
+
+    /// A body of unknown length is held to the `Content-Length` its caller set, as on the wire: one of another length
+    /// fails in replay too, though the matcher, which ignores fields, would find its recording.
+    func testAOneShotBodyOfUnknownLengthIsHeldToItsContentLengthField() throws {
+        // Given
+        try recordUpload()
+        let replayer = RecordingTransport(fileURL: fileURL, mode: .replay)
+        var request = try streamed(Data("abc".utf8), announcing: nil)
+        request.headerFields[.contentLength] = "5"
+        // When
+        let error = try failure(of: replayer.send(request, transfer: TransferOptions()))
+        // Then
+        XCTAssertEqual(error.kind, .invalidRequest)
+        XCTAssertTrue(error.message.contains("announced 5"), error.message)
+        XCTAssertEqual(replayer.unusedEntries.count, 1)
+        let replayed = try RecordingTransport(fileURL: fileURL, mode: .replay).send(
+            try streamed(Data("abc".utf8), announcing: nil).withContentLength("3"), transfer: TransferOptions()
+        ).wait()
+        XCTAssertEqual(replayed.data, Data("stored".utf8))
+    }
+}
+
+extension ConnectRequest {
+    fileprivate func withContentLength(_ value: String) -> ConnectRequest {
+        var request = self
+        request.headerFields[.contentLength] = value
+        return request
+    }
 }
 
 // MARK: - Cancellation while the body is read

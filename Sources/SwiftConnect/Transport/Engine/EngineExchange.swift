@@ -393,8 +393,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 // stream of unknown length is held to a `Content-Length` its caller set (the wire check made sure it
                 // is one), and the engine told that length: it would frame the body in chunks beside that field
                 // (RFC 9112 §6.1 forbids both), or drop it, by engine.
-                let length =
-                    stream.length ?? hop.headerFields[.contentLength].flatMap { ContentLength.value(of: $0) }
+                let length = hop.announcedLength(of: stream)
                 let chunks = bodyStop.map { stream.chunks.stopped(by: $0) } ?? stream.chunks
                 body = .stream(chunks.counted(announcing: length, sent: sent), length: length)
                 return EngineRequest(head: head, body: body, deadline: timer?.time)
