@@ -189,7 +189,7 @@ extension RecordingTransport {
                 startedDateTime: Self.timestamp(started.date), request: HAR.Request(redacted),
                 response: Self.archived(whole, to: request, secrets: responseSecrets),
                 timings: HAR.Timings(send: 0, wait: headTime, receive: max(0, total - headTime)))
-            entry.chunks = chunks
+            entry.chunks = Self.chunks(chunks, of: bytes, asRecorded: entry.response.content.data ?? Data())
             entry.bodyFailure = failure.flatMap { Self.failure($0, secrets: responseSecrets) }
             if entry.bodyFailure == nil, !complete, stopped.withLock({ $0 }) {
                 // Cut short on the caller's side: the body recorded is not the whole, and must not replay as it.
@@ -207,6 +207,55 @@ extension RecordingTransport {
             }
         }
         return relayed
+    }
+
+    /// The pieces of a body as they arrived, `chunks` sized in the `raw` bytes, sized in the body as `recorded`
+    /// (redacted: a placeholder longer or shorter than the secret it hides), so that a replay cuts the recorded body
+    /// where the live one was cut and each piece keeps its time. A cut is placed by lines, which redaction keeps (an
+    /// event stream's events, JSON Lines): after as many line ends, and as many bytes of the line it falls in as that
+    /// line has left; past the recorded body's end, at its end.
+    ///
+    /// - Parameters:
+    ///   - chunks: The pieces, sized in `raw`.
+    ///   - raw: The body as it arrived.
+    ///   - recorded: The body as the file holds it.
+    /// - Returns: The pieces sized in `recorded`; `chunks` when the bodies are the same.
+    static func chunks(_ chunks: [HAR.Chunk], of raw: Data, asRecorded recorded: Data) -> [HAR.Chunk] {
+        guard raw != recorded, !chunks.isEmpty else { return chunks }
+        // Where each line of the recorded body starts.
+        var lineStarts = [recorded.startIndex]
+        for index in recorded.indices where recorded[index] == UInt8(ascii: "\n") {
+            lineStarts.append(index + 1)
+        }
+        var mapped: [HAR.Chunk] = []
+        var rawOffset = raw.startIndex
+        var lineEnds = 0
+        var lineStart = raw.startIndex
+        var recordedCut = recorded.startIndex
+        for chunk in chunks {
+            let end = min(raw.endIndex, rawOffset + max(0, chunk.size))
+            for index in rawOffset..<end where raw[index] == UInt8(ascii: "\n") {
+                lineEnds += 1
+                lineStart = index + 1
+            }
+            rawOffset = end
+            let cut: Int
+            if lineEnds < lineStarts.count {
+                let start = lineStarts[lineEnds]
+                // Before the line's end: the raw cut fell before its line feed.
+                let lineEnd = lineEnds + 1 < lineStarts.count ? lineStarts[lineEnds + 1] - 1 : recorded.endIndex
+                cut = min(start + (end - lineStart), lineEnd)
+            } else {
+                cut = recorded.endIndex
+            }
+            // Never before the last cut: a line redaction shortened keeps the later cuts in order.
+            let placed = max(cut, recordedCut)
+            mapped.append(HAR.Chunk(time: chunk.time, size: placed - recordedCut))
+            recordedCut = placed
+        }
+        // What the cuts leave goes with the last piece, as a replay gives it.
+        if let last = mapped.indices.last { mapped[last].size += recorded.endIndex - recordedCut }
+        return mapped
     }
 
     /// The `_bodyFailure` of a streamed body the caller's side stopped `milliseconds` after the request started: the

@@ -77,6 +77,44 @@ final class RecordingStreamsTests: XCTestCase {
         XCTAssertNoThrow(try replayer.verifyAllRecordingsUsed())
     }
 
+    /// An event whose token the file hides is shorter, or longer, as recorded than as it came: each piece is sized in
+    /// the recorded body, so that a replay hands the events over in the pieces they came in, each at its time.
+    func testPiecesWhoseSecretsAreHiddenReplayInTheirOwnPieces() async throws {
+        // Given: a first event with a long token and a second with a short one, each its own piece
+        let long = String(repeating: "L", count: 300)
+        let bodies = [
+            "data: {\"access_token\":\"\(long)\"}\n\n", "data: {\"refresh_token\":\"s3cr3t-42\"}\n\n",
+            "data: {\"n\":3}\n\n",
+        ]
+        let gate = DispatchSemaphore(value: 0)
+        server.route("GET", "/events") { _ in
+            .stream(contentLength: nil, contentType: "text/event-stream") { write in
+                for (index, body) in bodies.enumerated() {
+                    guard write(Data(body.utf8)) else { return }
+                    if index < 2, gate.wait(timeout: .now() + 10) == .timedOut { return }
+                }
+            }
+        }
+        let recorder = transport(.record)
+        for try await _ in events(Connect(transport: recorder, retryPolicy: nil)).events { gate.signal() }
+        server.stop()
+        let entry = try XCTUnwrap(recorder.entries.first)
+        XCTAssertEqual(entry.chunks?.count, 3)
+        XCTAssertEqual(entry.chunks?.map(\.size).reduce(0, +), entry.response.content.data?.count)
+        // When
+        let replayer = transport(.replay)
+        var pieces: [String] = []
+        for try await chunk in events(Connect(transport: replayer, retryPolicy: nil)) {
+            pieces.append(String(decoding: chunk, as: UTF8.self))
+        }
+        // Then: each piece is one whole event, its secret hidden
+        XCTAssertEqual(pieces.count, 3, "\(pieces)")
+        XCTAssertTrue(pieces.allSatisfy { $0.hasPrefix("data: {") && $0.hasSuffix("}\n\n") }, "\(pieces)")
+        XCTAssertEqual(pieces.last, bodies.last)
+        XCTAssertFalse(pieces.joined().contains(long))
+        XCTAssertFalse(pieces.joined().contains("s3cr3t-42"))
+    }
+
     func testReplayWithLatenciesHandsEachPieceOverNoEarlierThanItCame() async throws {
         // Given: a recording whose pieces came 0, 150 and 300 ms after the request (edited, as a person may)
         let gate = serveGatedEvents()
