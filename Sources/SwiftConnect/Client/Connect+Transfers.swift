@@ -106,6 +106,9 @@ extension Connect {
         if request.parameters is JSONObject, JSONObject.placesInQuery(method: request.method.rawValue) {
             hasJSONObject = false
         }
+        // Only a `JSONObject` given as the parameters is placed by the content type (a form's fields under a form
+        // type); a `Parameter.jsonObject` is JSON whatever the header says.
+        let isPlacedByContentType = request.parameters is JSONObject
 
         var temporaryFile: URL?
         let response = start(request, debugResponse: debugResponse, options: options, bodyIsReplaced: true) {
@@ -119,13 +122,12 @@ extension Connect {
                 // The request carries the `.jsonObject` as the connector's encoder wrote it: its keys, in that
                 // order, become the text fields. A route whose content type is a URL-encoded form carries it as one
                 // (a `JSONObject` is placed by the content type); a `Parameter.jsonObject` stays JSON whatever the
-                // header says, so a body that opens as a JSON object is read as one.
+                // header says, and is read as JSON (one whose top level is no object is refused, not read as a form).
                 do {
                     let body = request.httpBody ?? Data()
                     let type = request.headerFields[.contentType].map(ConnectResponse.mediaType(of:))
-                    let opensAsObject = body.first { !JSONFormFields.isWhitespace($0) } == UInt8(ascii: "{")
                     connectorFields =
-                        type == "application/x-www-form-urlencoded" && !opensAsObject
+                        type == "application/x-www-form-urlencoded" && isPlacedByContentType
                         ? JSONFormFields.fields(ofForm: body) : try JSONFormFields.fields(of: body)
                 } catch var error as ConnectError {
                     error.sentRequest = request

@@ -52,7 +52,8 @@ extension Connector {
     public func asURLRequest() throws -> URLRequest {
         // A relative base (a `Route` without one, `/v1`) means "the client's server": there is none here.
         if RelativeBase.isRelative(baseURL) { throw RelativeBase.noServer(endpoint: endpoint) }
-        return try makeURLRequest(defaultHeaders: [], [], traits: ConnectorTraits.of(Self.self))
+        // The value's own type, not the declared one: a subclass that adopts `AuthorizedConnector` keeps its token.
+        return try makeURLRequest(defaultHeaders: [], [], traits: ConnectorTraits.of(type(of: self)))
     }
 
     /// ``asURLRequest()``, also setting each of `defaultHeaders` (both lists, in order) that the request does

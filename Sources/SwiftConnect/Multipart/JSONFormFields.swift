@@ -62,7 +62,7 @@ enum JSONFormFields {
     }
 
     /// Whether `byte` is JSON whitespace (space, tab, LF, CR).
-    static func isWhitespace(_ byte: UInt8) -> Bool {
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 

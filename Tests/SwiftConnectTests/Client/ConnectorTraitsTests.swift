@@ -77,6 +77,8 @@ final class ConnectorTraitsTests: XCTestCase {
         XCTAssertEqual(signedThroughBase.value(forHTTPHeaderField: "Authorization"), "Bearer signed")
         XCTAssertEqual(try SignedEndpoint().asURLRequest().value(forHTTPHeaderField: "Authorization"), "Bearer signed")
         XCTAssertNil(try BaseEndpoint().asURLRequest().value(forHTTPHeaderField: "Authorization"))
+        // `asURLRequest()` too, on a value whose declared type is the base class.
+        XCTAssertEqual(try signedAsBase.asURLRequest().value(forHTTPHeaderField: "Authorization"), "Bearer signed")
     }
 
     func testARelativeAuthorizedConnectorKeepsItsTokenOnTheClientsServer() throws {

@@ -164,17 +164,26 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(parts.map(\.name), ["photo"])
     }
 
+    /// Also under a form's content type, which places a `JSONObject` as fields but not a `Parameter.jsonObject`: that
+    /// body (`[1,2]`, `"a=1&b=2"`) was read as a form and sent as made-up fields.
     func testUploadWithAJSONBodyThatIsNotAnObjectIsRefused() {
-        let transport = FakeTransport.answering(.status(200))
-        let connect = Connect(transport: transport)
-        let future = connect.upload(files: [], to: Upload(parameters: Parameter.jsonObject(value: [1, 2])))
-        XCTAssertThrowsError(try future.wait()) { error in
-            guard case .bodyEncodingFailed(let reason)? = (error as? ConnectError)?.invalidRequestReason else {
-                return XCTFail("\(error)")
+        for (value, headers) in [
+            ([1, 2] as any Encodable & Sendable, [HTTPHeader]()),
+            ([1, 2], [.contentType("application/x-www-form-urlencoded")]),
+            ("a=1&b=2", [.contentType("application/x-www-form-urlencoded")]),
+        ] {
+            let transport = FakeTransport.answering(.status(200))
+            let connect = Connect(transport: transport)
+            var upload = Upload(parameters: Parameter.jsonObject(value: value))
+            upload.headers = headers
+            XCTAssertThrowsError(try connect.upload(files: [], to: upload).wait()) { error in
+                guard case .bodyEncodingFailed(let reason)? = (error as? ConnectError)?.invalidRequestReason else {
+                    return XCTFail("\(error)")
+                }
+                XCTAssertTrue(reason.contains("JSON object"), reason)
             }
-            XCTAssertTrue(reason.contains("JSON object"), reason)
+            XCTAssertTrue(transport.requests.isEmpty, "\(value)")
         }
-        XCTAssertTrue(transport.requests.isEmpty)
     }
 
     /// A multipart body on a GET or HEAD is refused as a connector's own body is (`bodyNotAllowed`), nothing sent:
