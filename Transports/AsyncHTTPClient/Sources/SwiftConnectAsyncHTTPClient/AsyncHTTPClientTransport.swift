@@ -52,7 +52,7 @@ import NIOSSL
 /// breaking meanwhile fails such a body too.
 ///
 /// Each request runs in a task of its own; callbacks chained on its future run in that task for small bodies
-/// (32 KiB or less), on a global dispatch queue for larger ones: don't block in them.
+/// (under 32 KiB), on a global dispatch queue for larger ones: don't block in them.
 ///
 /// A transport's requests keep to one of the client's event loops, where their pooled connections live, until 16 are
 /// in flight on it; past that, new requests go to the least busy loop. So a request's response never hops between the
@@ -330,7 +330,8 @@ extension AsyncHTTPClientTransport: HTTPEngine {
             connectionBroke = { relay.brokenConnectionCount > brokenBefore }
         }
         // A body from memory is written by AsyncHTTPClient itself: counted as its parts are written (what went
-        // before an early answer, no more). A file's or a stream's chunks are counted as they are handed over.
+        // before an early answer, no more), in slices when it is long (`RequestConversion.sliced`). A file's or a
+        // stream's chunks are counted as they are handed over.
         var sentPart: (@Sendable (Int64) -> Void)?
         if case .bytes = hop.body { sentPart = hop.sent }
         let delivery = ResponseDelivery(

@@ -32,6 +32,8 @@ enum RequestConversion {
         switch hop.body {
         case .none:
             body = nil
+        case .bytes(let data) where data.count > sliceSize:
+            body = sliced(data)
         case .bytes(let data):
             body = .byteBuffer(ByteBuffer(data: data))
         case .file(let file, let length):
@@ -50,6 +52,25 @@ enum RequestConversion {
         }
         return try HTTPClient.Request(
             url: "\(head.scheme)://\(head.authority)\(head.path)", method: method, headers: headers, body: body)
+    }
+
+    /// The most bytes of a body from memory written at once (``sliced(_:)``).
+    static let sliceSize = 64 << 10
+
+    /// A body from memory longer than ``sliceSize``, written in slices of that size, each once the connection took
+    /// the last: AsyncHTTPClient reports a body written whole only once its last byte is gone, so a large upload on a
+    /// slow link said nothing for its whole length (no progress, and the idle timeout fired while bytes flowed).
+    /// Each slice is reported as it is written, as a file's or a stream's chunks are. Written on the event loop, no
+    /// task: the last slice's write ends the body.
+    static func sliced(_ data: Data) -> HTTPClient.Body {
+        .stream(contentLength: Int64(data.count)) { writer in
+            @Sendable func write(from offset: Int) -> EventLoopFuture<Void> {
+                let end = min(offset + sliceSize, data.endIndex)
+                let written = writer.write(.byteBuffer(ByteBuffer(data: data[offset..<end])))
+                return end == data.endIndex ? written : written.flatMap { write(from: end) }
+            }
+            return write(from: data.startIndex)
+        }
     }
 
     /// `path` (with its query), sent to the Unix socket at `socketPath`.

@@ -46,6 +46,24 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         URLRequest(url: server.baseURL.appendingPathComponent(String(path.dropFirst())), timeoutInterval: timeout)
     }
 
+    /// A large body from memory is reported sent as it goes, not once whole at its end: its progress has reports
+    /// between none and all of it.
+    func testALargeBodyFromMemoryReportsItsProgressAsItGoes() throws {
+        server.route("POST", "/upload") { request in .text("\(request.body.count)") }
+        let reports = NIOLockedValueBox<[Int64]>([])
+        let total = 4 << 20
+        let connect = Connect(transport: AsyncHTTPClientTransport(), retryPolicy: nil)
+        let upload = Route(
+            "/upload", baseURL: server.baseURL, method: .post,
+            parameters: Parameter.body(Data(count: total), contentType: "application/octet-stream"),
+            options: RequestOptions(progress: { report in reports.withLockedValue { $0.append(report.bytesSent) } }))
+        let answer = try connect.request(upload).wait(timeout: 30)
+        XCTAssertEqual(String(decoding: answer, as: UTF8.self), "\(total)")
+        let sent = reports.withLockedValue { $0 }
+        XCTAssertEqual(sent.last, Int64(total))
+        XCTAssertTrue(sent.contains { $0 > 0 && $0 < Int64(total) }, "\(Set(sent).sorted())")
+    }
+
     /// A request of the caller's whose host is written with escapes (`localhos%74`) goes to that host by name: the
     /// core hands the engine the decoded authority, which AsyncHTTPClient connects to and sends as `Host`.
     func testAnEscapedHostIsSentByName() throws {

@@ -74,6 +74,29 @@ final class RequestConversionTests: XCTestCase {
         return (writer, heldWrite)
     }
 
+    /// A body from memory longer than a slice goes in slices, each written once the last one was: each is reported
+    /// written (progress, the idle timeout) as it goes, not the whole body once at its end.
+    func testALongBodyFromMemoryIsWrittenInSlicesOneAfterTheOther() async throws {
+        let loop = group.next()
+        let data = Data((0..<(3 * RequestConversion.sliceSize + 100)).map { UInt8(truncatingIfNeeded: $0) })
+        let writes = NIOLockedValueBox<[ByteBuffer]>([])
+        let pending = NIOLockedValueBox(0)
+        let writer = HTTPClient.Body.StreamWriter { part in
+            guard case .byteBuffer(let buffer) = part else { return loop.makeFailedFuture(Chunks.SourceFailed()) }
+            // One write at a time: the next is asked for only once this one is done.
+            XCTAssertEqual(pending.withLockedValue { $0 }, 0)
+            pending.withLockedValue { $0 += 1 }
+            writes.withLockedValue { $0.append(buffer) }
+            return loop.submit { pending.withLockedValue { $0 -= 1 } }
+        }
+        let body = RequestConversion.sliced(data)
+        XCTAssertEqual(body.contentLength, Int64(data.count))
+        try await loop.flatSubmit { body.stream(writer) }.get()
+        let sizes = writes.withLockedValue { $0.map(\.readableBytes) }
+        XCTAssertEqual(sizes, [65536, 65536, 65536, 100])
+        XCTAssertEqual(Data(writes.withLockedValue { $0.flatMap { Array($0.readableBytesView) } }), data)
+    }
+
     func testABodyOfKnownLengthEndsWithItsLastWriteOnTheEventLoop() async throws {
         // Given: a body of 5 bytes in two chunks, and a writer that holds the last write
         let log = Log()
