@@ -134,6 +134,16 @@ extension JSONValue: Codable {
     /// 175 (the limit the redaction of bodies keeps too).
     static let maximumDepth = Redaction.maximumJSONDepth
 
+    /// The value a decoder gave as `value` for `container`: a number, unless it is a NaN or an infinity, which no JSON
+    /// number is, and which came from a string the decoder's non-conforming float strategy converts (`"NaN"` under
+    /// `.convertFromString(…, nan: "NaN")`): a string here. Apart from the decoder's frame, which every level of
+    /// nesting repeats on the stack.
+    @inline(never)
+    private static func double(_ value: Double, in container: any SingleValueDecodingContainer) -> JSONValue {
+        guard !value.isFinite, let text = try? container.decode(String.self) else { return .double(value) }
+        return .string(text)
+    }
+
     /// Decodes any JSON value.
     public init(from decoder: any Decoder) throws {
         guard decoder.codingPath.count <= Self.maximumDepth else {
@@ -177,7 +187,7 @@ extension JSONValue: Codable {
                 self = .int(value)
             }
         } else if let value = attempt(Double.self) {
-            self = .double(value)
+            self = Self.double(value, in: container)
         } else if let value = attempt(String.self) {
             self = .string(value)
         } else {

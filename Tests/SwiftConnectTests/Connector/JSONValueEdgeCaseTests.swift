@@ -29,6 +29,21 @@ final class JSONValueEdgeCaseTests: XCTestCase {
         }
     }
 
+    /// A decoder that converts non-conforming floats from strings reads `"NaN"` and `"Infinity"` as floats: a JSON
+    /// number is always finite, so those were strings, and stay strings (equal to themselves, printable).
+    func testStringsANonConformingFloatStrategyReadsAsFloatsStayStrings() throws {
+        let decoder = JSONDecoder()
+        decoder.nonConformingFloatDecodingStrategy = .convertFromString(
+            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
+        let value = try decoder.decode(
+            JSONValue.self, from: Data(#"{"name":"NaN","tier":"Infinity","low":"-Infinity","n":1.5}"#.utf8))
+        XCTAssertEqual(value["name"]?.stringValue, "NaN")
+        XCTAssertEqual(value["tier"]?.stringValue, "Infinity")
+        XCTAssertEqual(value["low"]?.stringValue, "-Infinity")
+        XCTAssertEqual(value["n"], .double(1.5))
+        XCTAssertEqual(value, value)
+    }
+
     func testNumbersCompareByValueWhateverTheirCase() {
         XCTAssertEqual(JSONValue.int(1), .double(1.0))
         XCTAssertEqual(JSONValue.int(0), .double(-0.0))
