@@ -157,20 +157,47 @@ extension Future {
     /// - Parameter body: Returns the future to use instead, or throws to keep failing.
     /// - Returns: A future of the value, from `self` or from the recovery.
     public func recover(_ body: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
+        // The future the recovery gave, if it ran: the value comes from it then.
+        let recovery = Protected<Future<Value>?>(nil)
         let recovered = chain { result -> Step<Value> in
             switch result {
             case .success:
                 return .done(result)
             case .failure(let error):
-                do { return .next(try body(error)) } catch { return .done(.failure(error)) }
+                do {
+                    let next = try body(error)
+                    recovery.withLock { $0 = next }
+                    return .next(next)
+                } catch {
+                    return .done(.failure(error))
+                }
             }
         }
-        // A success passes through unchanged: keep what this future knows of it (a response body's response), as
-        // the synchronous `recover` does.
         guard let attachment else { return recovered }
-        let derived = Future<Value>(callbackQueue: callbackQueue, attachment: attachment)
+        guard let source = attachment as? ResponseBodySource else {
+            // A success passes through unchanged: keep what this future knows of it, as the synchronous `recover`
+            // does.
+            let derived = Future<Value>(callbackQueue: callbackQueue, attachment: attachment)
+            derived.setUpstream(recovered)
+            recovered.whenCompleteReturningWork { derived.resolve($0) }.run()
+            return derived
+        }
+        // A response body: decoded as the body it is, this one's on a success, the recovery's body future's when it
+        // gave the value (its response's content type and charset, its client's decoders), with the fallback
+        // decoder when the recovery's future knows of no response.
+        let derivedSource = source.recovering()
+        let derived = Future<Value>(callbackQueue: callbackQueue, attachment: derivedSource)
         derived.setUpstream(recovered)
-        recovered.whenCompleteReturningWork { derived.resolve($0) }.run()
+        recovered.whenCompleteReturningWork { result in
+            if case .success = result {
+                if let recovery = recovery.snapshot {
+                    derivedSource.adopt(recovery.attachment as? ResponseBodySource)
+                } else {
+                    derivedSource.adopt(source)
+                }
+            }
+            return derived.resolve(result)
+        }.run()
         return derived
     }
 

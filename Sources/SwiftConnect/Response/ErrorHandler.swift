@@ -431,8 +431,9 @@ enum ErrorBody {
         return list.allSatisfy { $0 is String }
     }
 
-    /// A JSON string value on one line, at most ``SingleLineText/messageLimit`` characters; `nil` when it is
-    /// not a string, or nothing that shows (``visibleText(_:)``: spaces, control characters, a byte order mark).
+    /// A JSON string value on one line, at most ``SingleLineText/keptLimit`` characters (what shows is cut to
+    /// ``SingleLineText/messageLimit`` later); `nil` when it is not a string, or nothing that shows
+    /// (``visibleText(_:)``: spaces, control characters, a byte order mark).
     static func string(_ value: Any?) -> String? {
         guard let string = value as? String, let visible = visibleText(string) else { return nil }
         let text = SingleLineText.make(visible, limit: SingleLineText.keptLimit)

@@ -6,7 +6,7 @@ import Foundation
 /// ``Future/timeout(after:on:)``, ``Future/receive(on:)``, ``Future/always(on:_:)``, ``Future/mapError(_:)`` and
 /// `recover` make of it: ``Future/decoded(toType:decoder:)`` chooses the decoder for the response's `Content-Type`
 /// after any of them (a value `recover` gives in place of a failure comes from no response: it decodes with the
-/// client's fallback decoder).
+/// client's fallback decoder; a body future a recovery returns decodes as that future does).
 @available(*, deprecated, message: "Use Future<Data>: Connect returns a Future<Data> that knows its response")
 public typealias ResponseBodyFuture = Future<Data>
 
@@ -25,16 +25,34 @@ public typealias ResponseBodyFuture = Future<Data>
 @usableFromInline
 final class ResponseBodySource: Sendable {
     /// The client's decoders.
-    @usableFromInline let decoders: ResponseDecoders
+    private let ownDecoders: ResponseDecoders
     /// The response, written once, before the body future succeeds: whoever sees the body sees the response too.
     private let received = Protected<ConnectResponse?>(nil)
+    /// For the future an asynchronous `recover` makes: the source of the body its value came from (the failed future's
+    /// own on a success, the recovery's), whose response and decoders are this one's; `nil` for a value from no
+    /// response. Set once, before the value is seen.
+    private let origin = Protected<ResponseBodySource?>(nil)
 
     init(decoders: ResponseDecoders) {
-        self.decoders = decoders
+        ownDecoders = decoders
     }
 
+    /// The client's decoders, or those of the client whose body a recovery gave.
+    @usableFromInline var decoders: ResponseDecoders { origin.snapshot?.decoders ?? ownDecoders }
+
     /// The response the body came from; `nil` until the body arrived.
-    @usableFromInline var response: ConnectResponse? { received.snapshot }
+    @usableFromInline var response: ConnectResponse? { origin.snapshot?.response ?? received.snapshot }
+
+    /// The source of the future an asynchronous `recover` makes of the body future `self` is the source of: it knows
+    /// what ``adopt(_:)`` says the value came from.
+    func recovering() -> ResponseBodySource {
+        ResponseBodySource(decoders: ownDecoders)
+    }
+
+    /// Says where the value of a `recover`'s future came from: `source`'s body, or none.
+    func adopt(_ source: ResponseBodySource?) {
+        origin.withLock { $0 = source }
+    }
 
     /// The body future of `response`: it succeeds with the response's body, after recording the response here.
     static func body(of response: Future<ConnectResponse>, decoders: ResponseDecoders) -> Future<Data> {

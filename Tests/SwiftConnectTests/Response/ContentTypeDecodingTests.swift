@@ -97,6 +97,17 @@ final class ContentTypeDecodingTests: XCTestCase {
         }
         let recovered = connect.request(Missing()).recover { _ in Data(#"{"name":"fallback"}"#.utf8) }
         XCTAssertEqual(try recovered.decoded(toType: Item.self).wait(), Item(name: "fallback"))
+
+        // A recovery that sends a request gives that request's body: decoded by its response's content type (with
+        // its client's decoders), as that request's own future is, not as a body from no response.
+        let fromRecovery = connect.request(Missing()).recover { _ in connect.request(Endpoint()) }
+        XCTAssertEqual(try fromRecovery.decoded(toType: Item.self).wait(), Item(name: "kv"))
+        let plain = Connect(transport: transport, retryPolicy: nil)
+        let throughOtherClient = plain.request(Missing()).recover { _ in connect.request(Endpoint()) }
+        XCTAssertEqual(try throughOtherClient.decoded(toType: Item.self).wait(), Item(name: "kv"))
+        // A recovery whose future knows of no response decodes with the fallback.
+        let unattached = connect.request(Missing()).recover { _ in Future(value: Data(#"{"name":"f"}"#.utf8)) }
+        XCTAssertEqual(try unattached.decoded(toType: Item.self).wait(), Item(name: "f"))
     }
 
     func testRegisteredDecoderIsChosenByContentType() throws {
