@@ -4,8 +4,8 @@ import Foundation
 ///
 /// Field names and file names follow the HTML form encoding: inside the quoted `name` and `filename`
 /// parameters, `"` is sent as `%22`, CR as `%0D`, LF as `%0A` and `\` as `%5C`, and the other control characters but
-/// the tab (NUL, DEL…) as `%XX` too; other characters, non-ASCII included, are sent as UTF-8. A part's name (a
-/// field's, a file's key) must not be empty: encoding the form fails with
+/// the tab (NUL, DEL, C1's NEL…) as their UTF-8 bytes' `%XX` too; other characters, non-ASCII included, are sent as
+/// UTF-8. A part's name (a field's, a file's key) must not be empty: encoding the form fails with
 /// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, as an empty `.query` or `.form` name does; a
 /// file name may be (a browser sends `filename=""` for a file input left empty). The boundary is random (a test can
 /// pass its own).
@@ -326,7 +326,8 @@ public struct MultipartFormData: Sendable {
     /// A `name` or `filename` value for a quoted string: `"` CR LF percent-encoded, as the WHATWG form encoding does,
     /// and `\` too, which that encoding sends as it is: a server that reads RFC 2616 quoted pairs would take `a\"`
     /// for an escaped quote, or drop the backslash of `C:\x`. The other control characters but the tab (NUL, which a
-    /// C parser takes for the end of the name, and DEL) are percent-encoded as well: no header line may carry them.
+    /// C parser takes for the end of the name, DEL, and C1's, whose NEL some parsers take for a line end) are
+    /// percent-encoded as well, byte by byte in UTF-8: no header line may carry them.
     /// The rest as is.
     static func escaped(_ value: String) -> String {
         var result = ""
@@ -336,9 +337,12 @@ public struct MultipartFormData: Sendable {
             case "\"": result += "%22"
             case "\\": result += "%5C"
             case "\t": result.unicodeScalars.append(scalar)
-            case "\u{00}"..."\u{1F}", "\u{7F}":
-                let hex = String(scalar.value, radix: 16, uppercase: true)
-                result += hex.count == 1 ? "%0\(hex)" : "%\(hex)"
+            case "\u{00}"..."\u{1F}", "\u{7F}"..."\u{9F}":
+                // C0, DEL and C1 (NEL, U+0085, ends a line for some parsers): each UTF-8 byte escaped.
+                for byte in String(scalar).utf8 {
+                    let hex = String(byte, radix: 16, uppercase: true)
+                    result += hex.count == 1 ? "%0\(hex)" : "%\(hex)"
+                }
             default: result.unicodeScalars.append(scalar)
             }
         }

@@ -36,6 +36,11 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertTrue(text.contains("name=\"a%00b%1Fc%7Fd\te\""), text)
         XCTAssertTrue(text.contains(#"filename="x%00.exe%08.txt""#), text)
         XCTAssertFalse(text.unicodeScalars.contains { $0 == "\u{0}" || $0 == "\u{7F}" || $0 == "\u{8}" })
+        // C1 too, byte by byte: NEL (U+0085) ends a line for some parsers. Other non-ASCII goes as it is.
+        var c1 = MultipartFormData(boundary: "B")
+        c1.append(File(name: "a\u{85}b\u{9F}é.txt", key: "f", mimeType: .octetStream, data: Data()))
+        let c1Text = String(decoding: try c1.encodedData(), as: UTF8.self)
+        XCTAssertTrue(c1Text.contains(#"filename="a%C2%85b%C2%9Fé.txt""#), c1Text)
     }
 
     func testARandomBoundaryIsUniquePerBody() {
