@@ -259,20 +259,10 @@ extension Connector {
 }
 
 extension Connector {
-    /// Whether two `charset` labels name the same charset: compared without case or surrounding blanks, with the
-    /// usual other names of UTF-8, ISO-8859-1 and US-ASCII taken as theirs.
+    /// Whether two `charset` labels name the same charset, by the labels a form body's charset is read by
+    /// (`FormBodyCharset.namesSameCharset(_:_:)`): one table for both.
     static func namesSameCharset(_ first: String, _ second: String) -> Bool {
-        func canonical(_ label: String) -> String {
-            let name = label.trimmingCharacters(in: .whitespaces).lowercased()
-            switch name {
-            case "utf8": return "utf-8"
-            case "latin1", "l1", "iso_8859-1", "iso8859-1", "iso-ir-100", "cp819", "ibm819", "csisolatin1":
-                return "iso-8859-1"
-            case "ascii", "us", "iso646-us", "ansi_x3.4-1968", "csascii": return "us-ascii"
-            default: return name
-            }
-        }
-        return canonical(first) == canonical(second)
+        FormBodyCharset.namesSameCharset(first, second)
     }
 
     /// The body `encode` makes, or its failure as ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``

@@ -89,13 +89,25 @@ enum FormBodyCharset {
             request: request)
     }
 
+    /// Whether two `charset` labels name the same charset: compared without case or surrounding blanks, the names
+    /// of UTF-8 and the labels of each charset a form is written in (`cp1252` and `windows-1252`, `iso_8859-1:1987`
+    /// and `latin1`) taken as one.
+    static func namesSameCharset(_ first: String, _ second: String) -> Bool {
+        func canonical(_ label: String) -> String {
+            let name = label.trimmingCharacters(in: .whitespaces).lowercased()
+            if name == "utf-8" || name == "utf8" { return "utf-8" }
+            return encodings[name].map { "encoding \($0.rawValue)" } ?? name
+        }
+        return canonical(first) == canonical(second)
+    }
+
     /// The labels of the charsets a form body is written in, and their encodings: exact, not as a browser reads a
     /// label (`iso-8859-1` is Latin-1 here, not windows-1252), so that a server decoding the label it sent gets the
     /// text back.
     private static let encodings: [String: String.Encoding] = {
         var table: [String: String.Encoding] = [:]
         let labels: [(String.Encoding, [String])] = [
-            (.ascii, ["us-ascii", "ascii", "ansi_x3.4-1968", "iso-ir-6", "csascii", "us"]),
+            (.ascii, ["us-ascii", "ascii", "ansi_x3.4-1968", "iso-ir-6", "iso646-us", "csascii", "us"]),
             (
                 .isoLatin1,
                 [

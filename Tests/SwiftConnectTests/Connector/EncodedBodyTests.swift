@@ -207,5 +207,14 @@ final class EncodedBodyTests: XCTestCase {
         let plist = Parameter.encoded(value: Settings(theme: "x", volume: 1), encoder: PropertyListEncoder())
         XCTAssertNoThrow(
             try route(plist, headers: [.contentType("application/x-plist; charset=utf-16")]).asURLRequest())
+        // Other names of one charset are that charset, as a form's charset reads them (one table for both).
+        for (written, named) in [
+            ("ISO-8859-1", "ISO_8859-1:1987"), ("windows-1252", "cp1252"), ("us-ascii", "iso-ir-6"),
+            ("US-ASCII", "iso646-us"),
+        ] {
+            let latin = Parameter.encoded(value: 1, encoder: Typeless(contentType: "text/csv; charset=\(written)"))
+            XCTAssertNoThrow(
+                try route(latin, headers: [.contentType("text/csv; charset=\(named)")]).asURLRequest(), named)
+        }
     }
 }
