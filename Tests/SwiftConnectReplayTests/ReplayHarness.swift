@@ -127,6 +127,7 @@ enum ReplayHarness {
         "testA401WithABasicChallengeComesBackAsA401": Reason.serverSide,
         "testANonASCIIHeaderValueIsRefusedNamingTheFieldOnEveryEngine": Reason.serverSide,
         "testA301Or302KeepsAPUTAndItsBody": Reason.serverSide,
+        "testARedirectsShortBodyLeavesItsConnectionForTheNextHop": Reason.connectionLevel,
         "testA307LeavingHTTPOrBringingCredentialsIsNotFollowed": Reason.serverSide,
         "testA307Or308KeepsTheMethodAndTheBody": Reason.serverSide,
         "testAChainOf307And308IsFollowedToTheEnd": Reason.serverSide,

@@ -30,6 +30,25 @@ final class RedirectTests: IntegrationTestCase {
         return (origin, other)
     }
 
+    /// A redirect's short body is read to its end, the engine's included, so that its connection carries the next
+    /// hop: dropped as its last byte came, before the engine saw the end, it cost AsyncHTTPClient the connection.
+    func testARedirectsShortBodyLeavesItsConnectionForTheNextHop() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/start") { _ in
+            var moved = LocalServer.Response.redirect(to: "/next", status: 301)
+            moved.body = Data("moved".utf8)
+            return moved
+        }
+        server.route("GET", "/next") { _ in .json(["ok": true]) }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        for _ in 0..<20 {
+            _ = try connect.request(Route("/start", baseURL: server.baseURL)).wait(timeout: 20)
+        }
+        let connections = Set(server.requests.map(\.connectionID))
+        XCTAssertEqual(connections.count, 1, "\(server.requests.map(\.connectionID))")
+    }
+
     func testAuthorizationIsDroppedWhenARedirectChangesHost() throws {
         let (origin, other) = try startRedirectingToAnotherOrigin()
         defer {

@@ -275,13 +275,15 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 // delegate API reports `requestStreamCancelled` for a redirect answered before the upload's end,
                 // which must not fail the exchange. A cancellation (the deadline, the caller) is seen at the top of
                 // the loop.
+                // Read to the engine's end, not to the last byte: a body let go before the engine saw its end is one
+                // it stops, with its connection (AsyncHTTPClient cancels a request whose body was dropped).
                 if let declared = Self.declaredLength(of: head, request: hop), declared <= Self.redirectBodyReadLimit {
                     var read: Int64 = 0
                     do {
                         for try await part in response.body {
                             idle?.touch()
                             read += Int64(part.count)
-                            if read >= declared { break }
+                            if read > declared { break }
                         }
                     } catch {}
                 }
