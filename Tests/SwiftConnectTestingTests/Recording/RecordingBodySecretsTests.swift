@@ -74,7 +74,9 @@ final class RecordingBodySecretsTests: XCTestCase {
         let text = try String(contentsOf: file, encoding: .utf8)
         XCTAssertFalse(text.contains("Secret-4"), text)
         let har = try HAR(contentsOf: file)
-        let bodies = har.log.entries.compactMap { $0.request.postData?.data }.map { String(decoding: $0, as: UTF8.self) }
+        let bodies = har.log.entries.compactMap { $0.request.postData?.data }.map {
+            String(decoding: $0, as: UTF8.self)
+        }
         XCTAssertEqual(bodies, Array(repeating: "username=amy&password=%3Credacted%3Apassword%3E&remember=1", count: 2))
     }
 

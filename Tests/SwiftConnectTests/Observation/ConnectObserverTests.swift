@@ -1,8 +1,7 @@
 import Foundation
+@_spi(Observability) import SwiftConnect
 import SwiftConnectTesting
 import XCTest
-
-@_spi(Observability) import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -702,7 +701,8 @@ final class ConnectObserverTests: XCTestCase {
         let alone = ["start 1 -", "end 1 invalidRequest", "call invalidRequest after 1"]
         XCTAssertEqual(observer.events(ofCall: 0), ["queued"] + alone, "the call whose request waited in the queue")
         XCTAssertEqual(
-            observer.events(ofCall: 1), ["queued", "start 1 - shared"] + alone.dropFirst(), "the call that waited with it")
+            observer.events(ofCall: 1), ["queued", "start 1 - shared"] + alone.dropFirst(),
+            "the call that waited with it")
     }
 
     /// A call that leaves a shared request (cancelled) hears its attempt end after its own end, as cancelled, as any

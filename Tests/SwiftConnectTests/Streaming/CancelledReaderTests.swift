@@ -246,7 +246,8 @@ final class CancelledReaderTests: XCTestCase {
     func testAChunkReadAsTheLoopIsCancelledIsNotHandedOut() async {
         let lines = await outcomes(of: CancelledAtLastRead(chunks: ["0\n"], last: "1\n2\n"))
         XCTAssertEqual(lines, Array(repeating: ["0", cancelled], count: 3))
-        let events = await outcomes(of: CancelledAtLastRead(chunks: ["data: zero\n\n"], last: "data: a\n\n"), events: true)
+        let events = await outcomes(
+            of: CancelledAtLastRead(chunks: ["data: zero\n\n"], last: "data: a\n\n"), events: true)
         XCTAssertEqual(events, Array(repeating: ["zero", cancelled], count: 2))
     }
 
