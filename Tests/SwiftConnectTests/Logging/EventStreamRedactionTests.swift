@@ -76,4 +76,31 @@ final class EventStreamRedactionTests: XCTestCase {
             "data: access_token=<redacted>&expires_in=3600\n\n" + "data: Bearer <redacted>\r\n\r\n"
                 + "data: hello=world and more\n\n")
     }
+
+    /// Lines that end with a lone CR, which the event stream format allows: the stream was one line, whose form data
+    /// and credentials were shown as they came. Each line's end is kept as it was.
+    func testEventsWhoseLinesEndWithALoneCRAreReadAsLines() {
+        let stream =
+            "data: access_token=tok-CR-FORM-97531&expires_in=3600\r\r" + "data: Bearer tok-CR-BEARER-97531\r\r"
+            + "data: {\"password\":\"tok-CR-JSON-97531\"}\r\r"
+        let text = shown(stream)
+        for secret in ["tok-CR-FORM-97531", "tok-CR-BEARER-97531", "tok-CR-JSON-97531"] {
+            XCTAssertFalse(text.contains(secret), text)
+        }
+        XCTAssertEqual(
+            text,
+            "data: access_token=<redacted>&expires_in=3600\r\r" + "data: Bearer <redacted>\r\r"
+                + "data: {\"password\":\"<redacted>\"}\r\r")
+    }
+
+    /// A token form data or a credential hands out is hidden where the stream quotes it again, as a JSON event's is.
+    func testATokenFormDataHandsOutIsHiddenWhereTheStreamQuotesItAgain() {
+        let stream =
+            "data: access_token=tok-FORM-123456789&expires_in=3600\n\n" + ": issued tok-FORM-123456789\n"
+            + "data: Bearer tok-BEARER-123456789\n\n" + "data: renewed tok-BEARER-123456789\n\n"
+        let text = shown(stream)
+        XCTAssertFalse(text.contains("tok-FORM-123456789"), text)
+        XCTAssertFalse(text.contains("tok-BEARER-123456789"), text)
+        XCTAssertTrue(text.contains(": issued <redacted>\n"), text)
+    }
 }
