@@ -65,6 +65,14 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
             )
             lines.append("--data-raw \(shellQuoted(secrets.hiding(in: text)))")
         }
+    } else if request.httpBodyStream != nil
+        || (request.value(forHTTPHeaderField: "Content-Length").flatMap { ContentLength.value(of: $0) } ?? 0) > 0
+    {
+        // A body sent from a stream or a file (an upload from disk): not in the request to show, but announced. The
+        // command still sends one, or curl would announce a length and send nothing, and the server wait for it.
+        lines.append("--data-binary @body.bin")
+        let length = request.value(forHTTPHeaderField: "Content-Length").flatMap { ContentLength.value(of: $0) }
+        note = "  # body.bin: the \(length.map { "\($0)-byte " } ?? "")body, sent from a file or a stream (not shown)"
     }
     if let url = request.url {
         lines.append(shellQuoted(secrets.hiding(in: Redaction.url(url, redacting: redactingSecrets))))

@@ -40,6 +40,30 @@ final class DebugOutputTests: XCTestCase {
             response.contains("\n  \"title\" : \"Test Todo\""), "the body is pretty-printed JSON: \(response)")
     }
 
+    /// An upload from disk sends its body from a file: the command still sends a body (`@body.bin`, named in a note),
+    /// or curl would announce the length and send nothing, and the server wait; so does one of a request whose body
+    /// is a stream.
+    func testTheCommandForABodyFromAFileOrAStreamSendsOne() throws {
+        let logger = MemoryLogger()
+        let fake = FakeTransport()
+        fake.stub(.post, "/upload", with: .status(204))
+        let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: logger))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("curl-\(UUID().uuidString).txt")
+        try Data("hello".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let route = Route("/upload", baseURL: URL(string: "https://api.example.com")!, method: .post)
+        _ = try connect.upload(files: [File(key: "f", fileURL: file)], to: route, debugResponse: true).wait()
+        let command = try XCTUnwrap(logger.entries.first?.message)
+        XCTAssertTrue(command.contains("--data-binary @body.bin"), command)
+        XCTAssertTrue(command.contains("# body.bin: the "), command)
+
+        var streamed = URLRequest(url: URL(string: "https://api.example.com/upload")!)
+        streamed.httpMethod = "POST"
+        streamed.httpBodyStream = InputStream(data: Data("x".utf8))
+        XCTAssertTrue(cURLCommand(for: streamed).contains("--data-binary @body.bin"))
+        XCTAssertFalse(cURLCommand(for: URLRequest(url: URL(string: "https://api.example.com")!)).contains("body.bin"))
+    }
+
     func testWithoutDebugResponseNothingIsLogged() {
         // Given
         let logger = MemoryLogger()
