@@ -505,7 +505,9 @@ final class RetryingCall:
         // Cancelled, nobody hears of the part of a download an earlier attempt kept: it goes. (Any other end leaves
         // it to the download method, which hands it over with the call's failure.)
         if result == nil { context.transfer.resumption?.takeTheCalls()?.discard() }
-        if let result { promise.completeIfPending(with: result) }
+        // Only the end that ended the call completes it: a second one (an answer judged while the deadline passed)
+        // would give the caller another outcome than the one its observers were told.
+        if let result, !wasOver { promise.completeIfPending(with: result) }
     }
 
     private static func isCancellation(_ result: Result<ConnectResponse, any Error>) -> Bool {

@@ -87,6 +87,55 @@ final class CallDeadlineTests: XCTestCase {
         }
     }
 
+    /// The deadline passing while an attempt's answer is still being judged (its error handler is slow) ends the
+    /// call once: the caller hears the outcome its observers heard, not the answer that came in the meantime.
+    func testTheCallerHearsTheEndItsObserversHeardWhenTheDeadlineRacesAnAnswer() throws {
+        // Given: a 503 whose judging waits until the deadline's end has been told to the observers, who wait in turn
+        // (a second at most) for the caller to hear an outcome
+        let judging = DispatchSemaphore(value: 0)
+        let heard = DispatchSemaphore(value: 0)
+        struct SlowJudge: ErrorHandling {
+            let judging: DispatchSemaphore
+            let calls = Recorder<Int>()
+            func handle(response: [String: Any]) -> (any Error)? { nil }
+            func handle(_ response: ConnectResponse) -> (any Error)? {
+                // The retry loop's judging only: the caller's failure asks again.
+                if calls.values.isEmpty { _ = judging.wait(timeout: .now() + 10) }
+                calls.append(1)
+                return ConnectError(.httpStatus, message: "503")
+            }
+        }
+        final class Ends: ConnectObserver, ConnectCallObserver {
+            let judging: DispatchSemaphore
+            let heard: DispatchSemaphore
+            let kinds = Recorder<String>()
+            init(judging: DispatchSemaphore, heard: DispatchSemaphore) {
+                self.judging = judging
+                self.heard = heard
+            }
+            func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { self }
+            func record(_ event: ConnectEvent) {
+                guard case .callEnded(let status, let error, _) = event else { return }
+                kinds.append(status.map { "status \($0)" } ?? "\((error as? ConnectError)?.kind.rawValue ?? "?")")
+                judging.signal()
+                _ = heard.wait(timeout: .now() + 1)
+            }
+        }
+        let transport = FakeTransport()
+        transport.stub("/items", with: [.status(503)])
+        let ends = Ends(judging: judging, heard: heard)
+        let connect = Connect(
+            transport: transport, errorHandler: SlowJudge(judging: judging),
+            retryPolicy: RetryPolicy(maxAttempts: 2, baseDelay: 5, jitter: RetryPolicy.noJitter),
+            settings: Connect.Settings(observers: [ends]))
+        // When
+        let call: Future<Data> = connect.request(Endpoint(timeout: 0.3))
+        call.observe { _ in heard.signal() }
+        let error = try XCTUnwrap(connectError(of: call))
+        // Then
+        XCTAssertEqual(ends.kinds.values, [error.kind.rawValue])
+    }
+
     func testAnAttemptTheDeadlineCutsShortBeforeItIsSentIsNotCounted() throws {
         // Given: a 503, retried at once, then a stage that holds the second attempt's request (as a queue, the
         // network or a token refresh would) until the call's deadline passes
