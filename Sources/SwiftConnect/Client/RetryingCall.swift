@@ -239,12 +239,14 @@ final class RetryingCall:
     private func attemptEnded(
         _ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice, progress: AttemptProgress?
     ) {
-        let sentStream = advice.sentStream
+        let sentStreams = advice.sentStreams
         let (isOver, attemptDeadline, wasAbandoned) = withState {
             state -> (Bool, TransportDeadline?, Bool) in
             state.inFlight = nil
             if state.attempt == attempt { state.attemptRunning = false }
-            if let sentStream { state.sentStreams.append(sentStream) }
+            // Every stream the attempt's sends took, not only the latest: a send again with a new stream must not
+            // let the first go out in a later attempt.
+            state.sentStreams += sentStreams
             defer { state.attemptDeadline = nil }
             return (state.isOver, state.attemptDeadline, state.abandonedAttempt == attempt)
         }
@@ -330,7 +332,7 @@ final class RetryingCall:
             // The next attempt starts from this same request: a one-shot body of its own that this attempt sent cannot
             // go again, so the answer stands, as for the policy's retries (a middleware that sets a new body on every
             // attempt is still retried).
-            if case .stream(let stream) = request.body, advice.sentStream == stream {
+            if case .stream(let stream) = request.body, advice.sentStreams.contains(stream) {
                 logNotRetried(after: attempt)
                 return nil
             }
@@ -345,7 +347,7 @@ final class RetryingCall:
         }
         guard let delay = policy.retryDelay(after: result, attempt: attempt) else { return nil }
         // A body from a stream was read by this attempt: the policy cannot send it again, and says so.
-        if advice.sentStream != nil {
+        if !advice.sentStreams.isEmpty {
             logNotRetried(after: attempt)
             return nil
         }

@@ -15,8 +15,8 @@ public enum ConnectivityPolicy: Sendable, Hashable {
     /// in the middleware.
     case failFast
     /// Wait for the network, up to the call's deadline (its ``Connector/timeout``), then send; requests waiting
-    /// together go in the order they came, and a request made while they are being sent, under any policy, goes
-    /// after them.
+    /// together go in the order they came, and a request made while they are being sent goes after them, under this
+    /// policy or ``failFast`` (one under ``ignore``, or to this device, is never held, and goes at once).
     case waitForConnectivity
 }
 

@@ -218,10 +218,8 @@ public struct RetryAdvice: Sendable {
     private struct AttemptRecord {
         /// The delay a middleware asked for.
         var delay: TimeInterval?
-        /// The body stream the attempt sent (read now: the policy does not replay the attempt); its latest, when a
-        /// middleware sent the attempt's request more than once.
-        var sentStream: ConnectRequest.OneShotStream?
-        /// Every body stream the attempt's sends took so far: a second send of one (a hedge) would read it again.
+        /// Every body stream the attempt's sends took so far (read now: the policy does not replay the attempt), one
+        /// for each send with a stream: a second send of one (a hedge) would read it again.
         var sentThisAttempt: [ConnectRequest.OneShotStream] = []
         /// The body streams earlier attempts of the call sent: none may be sent again.
         var earlierStreams: [ConnectRequest.OneShotStream]
@@ -262,14 +260,14 @@ public struct RetryAdvice: Sendable {
             guard !record.earlierStreams.contains(stream), !record.sentThisAttempt.contains(stream) else {
                 return false
             }
-            record.sentStream = stream
             record.sentThisAttempt.append(stream)
             return true
         } ?? true
     }
 
-    /// The body stream the attempt sent, if any.
-    var sentStream: ConnectRequest.OneShotStream? { record?.withLock { $0.sentStream } }
+    /// Every body stream the attempt's sends took (a middleware that sent its request again with another stream sent
+    /// both): none may go out again.
+    var sentStreams: [ConnectRequest.OneShotStream] { record?.withLock { $0.sentThisAttempt } ?? [] }
 
     /// The error of a send that would send a stream an earlier attempt, or an earlier send of its attempt, read.
     static func alreadySent(_ request: ConnectRequest) -> ConnectError {

@@ -116,6 +116,47 @@ final class OneShotBodyRetryTests: XCTestCase {
         }
     }
 
+    /// Sends the call's request, then sends it again with a stream of its own, and asks for another attempt.
+    private struct ResendWithAStreamOfItsOwn: Middleware {
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
+            -> Future<ConnectResponse>
+        {
+            guard context.attempt == 1 else { return next(request) }
+            let original = copy request
+            return next(original).flatMap { _ in
+                var again = original
+                again.body = .stream(
+                    ConnectRequest.OneShotStream(
+                        AsyncStream<Data> { continuation in
+                            continuation.yield(Data("other".utf8))
+                            continuation.finish()
+                        }))
+                return next(again).map { response in
+                    context.retryAdvice.request()
+                    return response
+                }
+            }
+        }
+    }
+
+    /// An attempt that sent the call's stream and then another: the loop knew only the latest, so the next attempt
+    /// sent the call's stream again, read already (an empty body). Every stream an attempt's sends took counts.
+    func testAnAttemptThatSentTheCallsStreamAndThenAnotherDoesNotSendTheFirstAgain() throws {
+        let fake = FakeTransport()
+        fake.stub(.put, "/upload", with: [.status(500), .status(500), .status(200)])
+        let connect = Connect(transport: fake, middlewares: [ResendWithAStreamOfItsOwn()], retryPolicy: policy)
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("payload".utf8))
+            continuation.finish()
+        }
+        let request = ConnectRequest(
+            method: .put, url: URL(string: "https://api.example.com/upload")!,
+            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        let error = connectError(of: connect.response(for: request))
+        XCTAssertEqual(error?.statusCode, 500, "the answer stands: the call's stream cannot go again")
+        XCTAssertEqual(fake.requests.count, 2, "the attempt's two sends, and no third with the call's read stream")
+    }
+
     func testAHedgeSendingItsAttemptsStreamTwiceFailsTheSecondSendTypedUnsent() throws {
         // Given: a request whose body is a one-shot stream, and a middleware that sends each attempt's request twice
         let fake = FakeTransport()

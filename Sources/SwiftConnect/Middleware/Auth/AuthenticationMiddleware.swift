@@ -271,7 +271,7 @@ extension AuthenticationMiddleware {
             rejection: response, observation: waiter.observation,
             // An attempt that sent its call's own one-shot body is its last too: the loop cannot send it again.
             isFinal: waiter.isFinal
-                || (waiter.callBodyStream != nil && waiter.advice.sentStream == waiter.callBodyStream),
+                || waiter.callBodyStream.map { waiter.advice.sentStreams.contains($0) } == true,
             callBodyStream: waiter.callBodyStream)
         let decision = state.withLock { $0.decideAfterRejection(of: rejected, signedIn: epoch, with: response) }
         switch decision {

@@ -231,7 +231,9 @@ public final class RequestQueue: Sendable {
 
     /// Starts requests again: the waiting ones start in the order they arrived, up to the cap.
     ///
-    /// Requests start on the calling thread, before this method returns.
+    /// It also lets go of every hold for the network (a ``ConnectivityMiddleware`` made with `pausing:`), even while
+    /// the network is still gone: the requests that waited for it go out then. To keep them, resume only once the network is back, or leave the pausing to the
+    /// middleware. Requests start on the calling thread, before this method returns.
     public func resume() {
         state.withLock { state in
             state.isPaused = false
