@@ -208,12 +208,7 @@ final class BuiltRequestTests: XCTestCase {
             "/v1/todos/7",
             with: [.status(503, headers: ["Retry-After": "0"]), .json(string: #"{"id":7}"#, status: 200)])
         let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
-        let chunks = AsyncStream<Data> { continuation in
-            continuation.yield(Data("made as it goes".utf8))
-            continuation.finish()
-        }
-        let request = ConnectRequest(
-            method: .put, url: Self.url, body: .stream(ConnectRequest.OneShotStream(chunks)))
+        let request = ConnectRequest.oneShotUpload(to: Self.url, payload: "made as it goes")
 
         let response = try connect.response(for: request, options: RequestOptions(acceptsEveryStatus: true)).wait()
 

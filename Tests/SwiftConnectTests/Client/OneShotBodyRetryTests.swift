@@ -76,13 +76,7 @@ final class OneShotBodyRetryTests: XCTestCase {
         let fake = FakeTransport()
         fake.stub(.put, "/upload", with: [.status(401), .status(200)])
         let connect = Connect(transport: fake, middlewares: [RetryOn401()], retryPolicy: policy)
-        let chunks = AsyncStream<Data> { continuation in
-            continuation.yield(Data("payload".utf8))
-            continuation.finish()
-        }
-        let request = ConnectRequest(
-            method: .put, url: URL(string: "https://api.example.com/upload")!,
-            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        let request = ConnectRequest.oneShotUpload()
         // When
         let answer = try connect.response(for: request, options: RequestOptions(acceptsEveryStatus: true)).wait()
         // Then: the 401 is the answer, not an error about a body read once; nothing was sent twice
@@ -145,13 +139,7 @@ final class OneShotBodyRetryTests: XCTestCase {
         let fake = FakeTransport()
         fake.stub(.put, "/upload", with: [.status(500), .status(500), .status(200)])
         let connect = Connect(transport: fake, middlewares: [ResendWithAStreamOfItsOwn()], retryPolicy: policy)
-        let chunks = AsyncStream<Data> { continuation in
-            continuation.yield(Data("payload".utf8))
-            continuation.finish()
-        }
-        let request = ConnectRequest(
-            method: .put, url: URL(string: "https://api.example.com/upload")!,
-            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        let request = ConnectRequest.oneShotUpload()
         let error = connectError(of: connect.response(for: request))
         XCTAssertEqual(error?.statusCode, 500, "the answer stands: the call's stream cannot go again")
         XCTAssertEqual(fake.requests.count, 2, "the attempt's two sends, and no third with the call's read stream")
@@ -164,13 +152,7 @@ final class OneShotBodyRetryTests: XCTestCase {
         let second = Recorder<Result<ConnectResponse, any Error>>()
         let connect = Connect(
             transport: fake, middlewares: [Hedge(second: second)], retryPolicy: policy)
-        let chunks = AsyncStream<Data> { continuation in
-            continuation.yield(Data("payload".utf8))
-            continuation.finish()
-        }
-        let request = ConnectRequest(
-            method: .put, url: URL(string: "https://api.example.com/upload")!,
-            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        let request = ConnectRequest.oneShotUpload()
         // When
         let call = connect.response(for: request)
         // Then: the stream goes out once; the other send fails typed, without reaching the transport with it

@@ -472,13 +472,7 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
         let connect = Connect(
             transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
-        let chunks = AsyncStream<Data> { continuation in
-            continuation.yield(Data("payload".utf8))
-            continuation.finish()
-        }
-        let request = ConnectRequest(
-            method: .put, url: URL(string: "https://api.example.com/upload")!,
-            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        let request = ConnectRequest.oneShotUpload()
         // When: it is rejected
         let call = connect.response(for: request)
         // Then: its rejection is its answer before the refresh it started ends; nothing was sent twice

@@ -231,3 +231,18 @@ enum RedirectFixtures {
         HTTPHeader(name: "X-Auth-Token", value: "secret-auth-token"),
     ]
 }
+
+extension ConnectRequest {
+    /// A `PUT` whose body is a one-shot stream of `payload`, as an OpenAPI upload's is: it can be read once, so the
+    /// retry loop cannot send it again.
+    static func oneShotUpload(
+        to url: URL = URL(string: "https://api.example.com/upload")!,
+        payload: String = "payload"
+    ) -> ConnectRequest {
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data(payload.utf8))
+            continuation.finish()
+        }
+        return ConnectRequest(method: .put, url: url, body: .stream(ConnectRequest.OneShotStream(chunks)))
+    }
+}

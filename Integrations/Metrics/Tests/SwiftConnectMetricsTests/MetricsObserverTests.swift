@@ -51,6 +51,19 @@ final class MetricsObserverTests: XCTestCase {
         [("http.request.method", "GET"), ("url.template", "/todos/{id}"), ("server.address", "127.0.0.1")]
     }
 
+    /// The `http.client.active_requests` meter of calls to `todo`.
+    private func activeRequests() throws -> TestMeter {
+        try metrics.expectMeter("http.client.active_requests", base + [("server.port", String(server.port))])
+    }
+
+    /// The `http.client.request.body.size` (`direction` "request") or `http.client.response.body.size` (`"response"`)
+    /// recorder of calls to `todo` answered `200`.
+    private func bodySizes(_ direction: String) throws -> TestRecorder {
+        try metrics.expectRecorder(
+            "http.client.\(direction).body.size",
+            base + [("server.port", String(server.port)), ("http.response.status_code", "200")])
+    }
+
     private func durations(_ outcome: (String, String)) -> [Int64] {
         metrics.timers(
             label: "http.client.request.duration", dimensions: base + [("server.port", String(server.port)), outcome]
@@ -62,17 +75,12 @@ final class MetricsObserverTests: XCTestCase {
         server.route("GET", "/todos/:id") { _ in .json(string: #"{"id":7}"#) }
         _ = try client().request(todo).wait()
         XCTAssertEqual(durations(("http.response.status_code", "200")).count, 1)
-        let active = try metrics.expectMeter(
-            "http.client.active_requests", base + [("server.port", String(server.port))])
+        let active = try activeRequests()
         XCTAssertEqual(active.values, [1, 0])
         // The sizes carry `server.port`, as OpenTelemetry's conventions ask of them as of the duration.
-        let received = try metrics.expectRecorder(
-            "http.client.response.body.size",
-            base + [("server.port", String(server.port)), ("http.response.status_code", "200")])
+        let received = try bodySizes("response")
         XCTAssertEqual(received.values, [8])
-        let sent = try metrics.expectRecorder(
-            "http.client.request.body.size",
-            base + [("server.port", String(server.port)), ("http.response.status_code", "200")])
+        let sent = try bodySizes("request")
         XCTAssertEqual(sent.values, [0])
     }
 
@@ -91,12 +99,9 @@ final class MetricsObserverTests: XCTestCase {
         for call in calls { _ = try call.wait(timeout: 10) }
         XCTAssertEqual(transport.requests.count, 1)
         XCTAssertEqual(durations(("http.response.status_code", "200")).count, 1)
-        let active = try metrics.expectMeter(
-            "http.client.active_requests", base + [("server.port", String(server.port))])
+        let active = try activeRequests()
         XCTAssertEqual(active.values, [1, 0])
-        let received = try metrics.expectRecorder(
-            "http.client.response.body.size",
-            base + [("server.port", String(server.port)), ("http.response.status_code", "200")])
+        let received = try bodySizes("response")
         XCTAssertEqual(received.values, [8])
     }
 
@@ -308,8 +313,7 @@ final class MetricsObserverTests: XCTestCase {
         }
         XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
         XCTAssertEqual(durations(("error.type", "timedOut")).count, 1)
-        let active = try metrics.expectMeter(
-            "http.client.active_requests", base + [("server.port", String(server.port))])
+        let active = try activeRequests()
         XCTAssertEqual(active.lastValue, 0)
     }
 
@@ -328,8 +332,7 @@ final class MetricsObserverTests: XCTestCase {
 
         XCTAssertEqual(durations(("error.type", "timedOut")).count, 1)
         XCTAssertEqual(durations(("http.response.status_code", "200")).count, 1)
-        let active = try metrics.expectMeter(
-            "http.client.active_requests", base + [("server.port", String(server.port))])
+        let active = try activeRequests()
         XCTAssertEqual(active.lastValue, 0)
     }
 
@@ -422,8 +425,7 @@ final class MetricsObserverTests: XCTestCase {
         _ = try client(transport, middlewares: [hedge]).request(todo).wait(timeout: 10)
         // Then
         XCTAssertEqual(transport.requests.count, 2)
-        let active = try metrics.expectMeter(
-            "http.client.active_requests", base + [("server.port", String(server.port))])
+        let active = try activeRequests()
         XCTAssertEqual(active.values, [1, 2, 1, 0])
         XCTAssertEqual(durations(("http.response.status_code", "200")).count, 2)
     }

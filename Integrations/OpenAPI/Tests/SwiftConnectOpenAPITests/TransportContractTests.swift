@@ -35,6 +35,27 @@ final class TransportContractTests: XCTestCase {
         return HTTPRequest(method: method, scheme: nil, authority: nil, path: path, headerFields: headerFields)
     }
 
+    /// Sends `body` as `PUT /files` over `engine` and returns the error it fails with: the test fails if it is
+    /// answered, or if the server took a request for whole.
+    private func failure(
+        sending body: HTTPBody, over engine: Engine, _ label: String, file: StaticString = #filePath, line: UInt = #line
+    ) async -> (any Error)? {
+        let before = server.requests.filter { $0.method == "PUT" }.count
+        defer {
+            let handled = server.requests.filter { $0.method == "PUT" }.count
+            XCTAssertEqual(handled, before, "\(label): the server took a request", file: file, line: line)
+        }
+        do {
+            let (response, _) = try await transport(engine).send(
+                request(.put, "/files"), body: body, baseURL: server.baseURL.appendingPathComponent("api"),
+                operationID: "put")
+            XCTFail("\(label): answered \(response.status)", file: file, line: line)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
     // MARK: - Request mapping
 
     /// A custom method, the query byte for byte, the server URL's path prefix (with and without a trailing slash)
@@ -148,17 +169,9 @@ final class TransportContractTests: XCTestCase {
                         continuation.yield(ArraySlice(repeating: 1, count: bytes))
                         continuation.finish()
                     }, length: .known(Int64(declared)), iterationBehavior: .single)
-                let before = server.requests.filter { $0.method == "PUT" }.count
-                do {
-                    let (response, _) = try await transport(engine).send(
-                        request(.put, "/files"), body: body, baseURL: server.baseURL.appendingPathComponent("api"),
-                        operationID: "put")
-                    XCTFail("\(engine) \(bytes) of \(declared): answered \(response.status)")
-                } catch {
-                    XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest, "\(engine) \(bytes): \(error)")
-                }
-                let handled = server.requests.filter { $0.method == "PUT" }.count
-                XCTAssertEqual(handled, before, "\(engine) \(bytes) of \(declared): the server took a request")
+                let error = await failure(sending: body, over: engine, "\(engine) \(bytes) of \(declared)")
+                XCTAssertEqual(
+                    (error as? ConnectError)?.kind, .invalidRequest, "\(engine) \(bytes): \(String(describing: error))")
             }
         }
     }
@@ -184,20 +197,13 @@ final class TransportContractTests: XCTestCase {
                             continuation.yield(ArraySlice(repeating: 1, count: 3))
                             continuation.finish(throwing: thrown)
                         }, length: .known(10), iterationBehavior: behavior)
-                    let before = server.requests.filter { $0.method == "PUT" }.count
-                    do {
-                        let (response, _) = try await transport(engine).send(
-                            request(.put, "/files"), body: body, baseURL: server.baseURL.appendingPathComponent("api"),
-                            operationID: "put")
-                        XCTFail("\(engine) \(behavior): answered \(response.status)")
-                    } catch {
-                        let failure = error as? ConnectError
-                        XCTAssertEqual(failure?.kind, .invalidRequest, "\(engine) \(behavior): \(error)")
-                        let underlying = failure?.underlyingError.map { "\(type(of: $0))" }
-                        XCTAssertEqual(underlying, "\(type(of: thrown))", "\(engine) \(behavior): \(error)")
-                    }
-                    let handled = server.requests.filter { $0.method == "PUT" }.count
-                    XCTAssertEqual(handled, before, "\(engine) \(behavior): the server took a request")
+                    let error = await failure(sending: body, over: engine, "\(engine) \(behavior)")
+                    let refusal = error as? ConnectError
+                    XCTAssertEqual(
+                        refusal?.kind, .invalidRequest, "\(engine) \(behavior): \(String(describing: error))")
+                    let underlying = refusal?.underlyingError.map { "\(type(of: $0))" }
+                    XCTAssertEqual(
+                        underlying, "\(type(of: thrown))", "\(engine) \(behavior): \(String(describing: error))")
                 }
             }
         }
