@@ -101,9 +101,9 @@ enum CookieRules {
         var storedDomain = host
         if let domain, !domain.isEmpty, domain != host {
             // §5.3 steps 5 and 6: a domain the host is in, of more than one label, never for an IP address.
-            guard domain.contains("."), !isIPAddress(host), host.hasSuffix("." + domain) else { return nil }
+            guard hasMoreThanOneLabel(domain), !isIPAddress(host), host.hasSuffix("." + domain) else { return nil }
             storedDomain = "." + domain
-        } else if domain == host, host.contains("."), !isIPAddress(host) {
+        } else if domain == host, hasMoreThanOneLabel(host), !isIPAddress(host) {
             // §5.3 step 6: the host's own name as `Domain` makes a domain cookie too, for the hosts below it
             // (§4.1.2.3: `Domain=example.com` goes to `www.example.com`); only an address or one label stays host-only.
             storedDomain = "." + host
@@ -117,6 +117,14 @@ enum CookieRules {
         if httpOnly { properties[HTTPCookiePropertyKey("HttpOnly")] = "TRUE" }
         if let expiry = maxAge ?? expires { properties[.expires] = expiry }
         return HTTPCookie(properties: properties)
+    }
+
+    /// Whether `domain` has more than one label, its trailing dots aside: `com.` (a host written fully qualified,
+    /// `evil.com.`, sets it) is a top-level domain as `com` is, and a cookie for it would go to every `*.com.` host.
+    private static func hasMoreThanOneLabel(_ domain: String) -> Bool {
+        var bare = domain[...]
+        while bare.hasSuffix(".") { bare = bare.dropLast() }
+        return bare.contains(".")
     }
 
     /// The cookies of `stored` to delete before `cookie` is stored, so that its domain keeps at most `maxPerDomain`

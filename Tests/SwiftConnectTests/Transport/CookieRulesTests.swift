@@ -125,6 +125,12 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertEqual(cookie("a=1; Domain=localhost", from: URL(string: "http://localhost/")!)?.domain, "localhost")
         XCTAssertEqual(cookie("a=1")?.domain, "a.example.com")
         XCTAssertNil(cookie("a=1; Domain=com"), "a top-level domain")
+        // A host written fully qualified keeps its trailing dot; its top-level domain is still one label.
+        let qualified = URL(string: "https://evil.com./")!
+        XCTAssertNil(cookie("a=1; Domain=com.", from: qualified), "a top-level domain, fully qualified")
+        XCTAssertNil(cookie("a=1; Domain=com..", from: URL(string: "https://evil.com../")!), "dots are no labels")
+        XCTAssertEqual(cookie("a=1; Domain=com.", from: URL(string: "https://com./")!)?.domain, "com.", "host-only")
+        XCTAssertEqual(cookie("a=1; Domain=evil.com.", from: qualified)?.domain, ".evil.com.")
         XCTAssertNil(cookie("a=1; Domain=other.com"), "a domain the host is not in")
         XCTAssertNil(cookie("a=1; Domain=ample.com"), "a suffix that is no label")
         // One leading dot is ignored (RFC 6265bis §5.6.3), not every one: `..example.com` is no domain of the host.
