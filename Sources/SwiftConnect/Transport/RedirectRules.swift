@@ -413,7 +413,8 @@ enum RedirectRule {
 ///
 /// None is kept when the transport's cookies are off (``init(isOn:)``): a `URLSessionTransport` whose configuration
 /// sends no cookies (`httpShouldSetCookies = false`) or keeps none (no `httpCookieStorage`, or an accept policy of
-/// `.never`, the configuration's or the storage's), as URLSession's own redirects would send none.
+/// `.never`, the configuration's or the storage's), as URLSession's own redirects would send none. A cookie set over
+/// plain http that would replace a `Secure` one of that storage is not kept either (``init(isOn:stored:)``).
 struct RedirectCookies: Sendable {
     /// The cookies set so far, the oldest first, one per name, domain and path (RFC 6265 §5.3, step 11): a later one
     /// replaces an earlier one in its place, keeping its creation time (step 11.3) and so its place in the order they
@@ -423,15 +424,21 @@ struct RedirectCookies: Sendable {
     private var perDomain: [String: Int] = [:]
     /// Whether redirects' cookies are kept at all.
     private let isOn: Bool
+    /// The cookies the transport's storage holds, read only for a cookie set over plain http: one that would replace
+    /// a `Secure` cookie stored there is not kept either. Otherwise the storage refused it but the next hop's `Cookie`
+    /// header carried it, where the storage's cookies of its name give way to it (they count as the caller's own).
+    private let stored: (@Sendable () -> [HTTPCookie])?
 
     /// The most cookies kept for one domain: RFC 6265 §6.1's minimum.
     static let maxCookiesPerDomain = 50
     /// The most cookies kept in all: RFC 6265 §6.1's minimum.
     static let maxCookies = 3000
 
-    /// Cookies kept as redirects set them, or none at all when `isOn` is `false` (the transport's cookies are off).
-    init(isOn: Bool = true) {
+    /// Cookies kept as redirects set them, or none at all when `isOn` is `false` (the transport's cookies are off);
+    /// `stored` reads the transport's cookie storage, whose `Secure` cookies a cookie from plain http leaves alone.
+    init(isOn: Bool = true, stored: (@Sendable () -> [HTTPCookie])? = nil) {
         self.isOn = isOn
+        self.stored = stored
     }
 
     /// Keeps the cookies `response` sets: only those in visible ASCII, as RFC 6265 writes them (``SetCookieFields``).
@@ -443,7 +450,8 @@ struct RedirectCookies: Sendable {
         let values = response.storedHead.head.headerFields[values: "Set-Cookie"]
         for value in values.map({ Substring($0) }) where SetCookieFields.isVisibleASCII(value) {
             guard let cookie = CookieRules.cookie(from: value, setBy: from, now: now),
-                !CookieRules.overwritesSecureCookie(cookie, setBy: from, in: cookies, now: now)
+                !CookieRules.overwritesSecureCookie(cookie, setBy: from, in: cookies, now: now),
+                !overwritesStoredSecureCookie(cookie, setBy: from, now: now)
             else { continue }
             if let replaced = cookies.firstIndex(where: { CookieRules.isSameCookie($0, cookie) }) {
                 cookies[replaced] = cookie
@@ -454,6 +462,14 @@ struct RedirectCookies: Sendable {
             perDomain[domain, default: 0] += 1
             evictPastBounds(of: domain, now: now)
         }
+    }
+
+    /// Whether `cookie`, set by a response from `url`, would replace or shadow a `Secure` cookie of the transport's
+    /// storage (``CookieRules/overwritesSecureCookie(_:setBy:in:now:)``); the storage is read only for a cookie that
+    /// is not `Secure`, set over plain http (a loopback host's, which counts as secure, there decided).
+    private func overwritesStoredSecureCookie(_ cookie: HTTPCookie, setBy url: URL, now: Date) -> Bool {
+        guard let stored, !cookie.isSecure, url.scheme?.lowercased() != "https" else { return false }
+        return CookieRules.overwritesSecureCookie(cookie, setBy: url, in: stored(), now: now)
     }
 
     /// Removes the cookie that the one just added to `domain` takes the place of, when a bound is passed: in the
@@ -512,8 +528,15 @@ struct RedirectCookieConsent: Sendable {
     }
 
     /// Whether a call made now keeps its redirects' cookies for its next hops.
-    var isGiven: Bool {
+    private var isGiven: Bool {
         guard let storage else { return false }
         return storage.cookieAcceptPolicy != .never
+    }
+
+    /// What a call made now keeps of its redirects' cookies: none without consent; else those that leave the
+    /// storage's `Secure` cookies alone.
+    func redirectCookies() -> RedirectCookies {
+        guard isGiven, let storage else { return RedirectCookies(isOn: false) }
+        return RedirectCookies(isOn: true, stored: { storage.cookies ?? [] })
     }
 }

@@ -310,7 +310,7 @@ public final class URLSessionTransport: Transport {
         engine.extras = request.foundationExtras
         return EngineExchange(
             engine: engine, request: request, transfer: transfer,
-            keepsRedirectCookies: delegate.redirectCookies?.isGiven ?? true
+            redirectCookies: delegate.redirectCookies?.redirectCookies() ?? RedirectCookies()
         ).start()
     }
 
@@ -435,7 +435,7 @@ public final class URLSessionTransport: Transport {
         transfer.observation = observation
         let followed = EngineExchange(
             engine: engine, request: original, transfer: transfer,
-            keepsRedirectCookies: delegate.redirectCookies?.isGiven ?? true
+            redirectCookies: delegate.redirectCookies?.redirectCookies() ?? RedirectCookies()
         ).start(after: first)
         promise.setCancelHandler { followed.cancel() }
         followed.observe { promise.completeIfPending(with: $0) }

@@ -260,6 +260,34 @@ import XCTest
             XCTAssertEqual(stored("other")?.value, "1")
         }
 
+        /// A redirect answered over plain http cannot replace a stored `Secure` cookie on the next hop either: the
+        /// storage refused its cookie, but the call's redirect cookies kept it and wrote it into the next hop's
+        /// `Cookie` header, where the storage's cookie of its name gave way to it (counted as the caller's own).
+        func testARedirectOverPlainHTTPDoesNotReplaceAStoredSecureCookieOnTheNextHop() throws {
+            let sid = name("sid")
+            let secure: [HTTPCookiePropertyKey: Any] = [
+                .name: sid, .value: "good", .domain: "a.example.com", .path: "/", .secure: "TRUE",
+            ]
+            HTTPCookieStorage.shared.setCookie(try XCTUnwrap(HTTPCookie(properties: secure)))
+            let configuration = URLSessionConfiguration.default
+            configuration.httpCookieStorage = .shared
+            var jar = RedirectCookieConsent(configuration).redirectCookies()
+            let first = ConnectRequest(method: .get, url: try XCTUnwrap(URL(string: "http://a.example.com/start")))
+            let fields = HeaderFields([
+                HeaderField(name: .location, value: "https://a.example.com/account"),
+                HeaderField(name: .setCookie, value: "\(sid)=evil; Path=/"),
+                HeaderField(name: .setCookie, value: "\(name("theme"))=dark; Path=/"),
+            ])
+            let redirect = try XCTUnwrap(
+                ConnectResponse(request: first, head: ResponseHead(status: 302, headerFields: fields)))
+            let next = try XCTUnwrap(RedirectRule.next(after: first, answeredBy: redirect, cookies: &jar))
+            let sent = SessionCookies(storage: .shared, accepts: true, sends: true)
+                .adding(to: jar.applied(to: next.request).urlRequest)
+            let header = sent.value(forHTTPHeaderField: "Cookie") ?? ""
+            let pairs = header.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            XCTAssertEqual(pairs.filter { $0.hasPrefix(prefix) }.sorted(), ["\(sid)=good", "\(name("theme"))=dark"])
+        }
+
         /// A cookie a redirect sets is stored before the redirect is followed: the next hop carries it, and the
         /// storage keeps it for later requests; one with a comma in its value (the storage's joined fields split
         /// again) keeps its whole value, and one over 4096 octets is not kept.

@@ -277,6 +277,37 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "sid=renewed; theme=dark")
     }
 
+    /// A cookie set over plain http leaves alone a `Secure` one of the transport's storage, not only one the chain
+    /// set: it would go in the next hop's `Cookie` header, ahead of the stored one of its name.
+    func testACookieFromPlainHTTPLeavesAStoredSecureOneAlone() throws {
+        let stored = try XCTUnwrap(
+            HTTPCookie(properties: [
+                .name: "sid", .value: "good", .domain: "api.example.com", .path: "/", .secure: "TRUE",
+            ]))
+        var cookies = RedirectCookies(stored: { [stored] })
+        let first = ConnectRequest(method: .get, url: try XCTUnwrap(URL(string: "http://api.example.com/plain")))
+        let fields = HeaderFields([
+            HeaderField(name: .location, value: "https://api.example.com/back"),
+            HeaderField(name: .setCookie, value: "sid=evil; Path=/"),
+            HeaderField(name: .setCookie, value: "theme=dark; Path=/"),
+        ])
+        let tossing = try XCTUnwrap(
+            ConnectResponse(request: first, head: ResponseHead(status: 302, headerFields: fields)))
+        let back = try XCTUnwrap(RedirectRule.next(after: first, answeredBy: tossing, cookies: &cookies))
+        XCTAssertEqual(cookies.applied(to: back.request).value(forHTTPHeaderField: "Cookie"), "theme=dark")
+        // Over https, a stored Secure cookie's name may be set again, as the storage would let it.
+        let renewing = try XCTUnwrap(
+            ConnectResponse(
+                request: back.request,
+                head: ResponseHead(
+                    status: 302,
+                    headerFields: HeaderFields([
+                        HeaderField(name: .location, value: "/end"), HeaderField(name: .setCookie, value: "sid=new"),
+                    ]))))
+        let end = try XCTUnwrap(RedirectRule.next(after: back.request, answeredBy: renewing, cookies: &cookies))
+        XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "theme=dark; sid=new")
+    }
+
     /// RFC 6265 §5.4: a redirect's cookies go in the order the first request's go, the longer paths first, then the
     /// older first; a cookie that replaces another keeps its place (§5.3, step 11.3), and cookies of one name but
     /// other paths are each sent. They were appended as they were set, a replacement last, one per name.

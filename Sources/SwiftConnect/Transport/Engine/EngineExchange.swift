@@ -39,12 +39,16 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// it whatever the engine is doing (``SequenceReader``); only for such a body, as it costs a lock.
     private let bodyStop: ReadingStop?
 
-    /// Whether the redirects' cookies go on to the next hops (``RedirectCookies``): not when the transport's
-    /// cookies are off (a `URLSessionTransport` configured without them).
-    private let keepsRedirectCookies: Bool
+    /// What the redirects' cookies that go on to the next hops start from (``RedirectCookies``): none kept when
+    /// the transport's cookies are off (a `URLSessionTransport` configured without them), and none that would
+    /// replace a `Secure` cookie of its storage.
+    private let redirectCookies: RedirectCookies
 
-    init(engine: Engine, request: ConnectRequest, transfer: TransferOptions, keepsRedirectCookies: Bool = true) {
-        self.keepsRedirectCookies = keepsRedirectCookies
+    init(
+        engine: Engine, request: ConnectRequest, transfer: TransferOptions,
+        redirectCookies: RedirectCookies = RedirectCookies()
+    ) {
+        self.redirectCookies = redirectCookies
         self.engine = engine
         original = request
         self.transfer = transfer
@@ -195,7 +199,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var leftOrigin = false
         let maxRedirects = transfer.maxRedirects ?? RedirectRule.maxHops
         // The cookies the redirects set, each hop getting those that apply to it (`hop` keeps its own header).
-        var cookies = RedirectCookies(isOn: keepsRedirectCookies)
+        var cookies = redirectCookies
         let progress = handedOver.map(\.progress) ?? self.progress
         var resumed = handedOver?.response
         var leavesCaller = handedOver == nil
