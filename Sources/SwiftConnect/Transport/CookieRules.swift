@@ -489,7 +489,7 @@ enum CookieRules {
     /// machine. No other plain-http host does, `*.localhost` included: a browser resolves those names to loopback
     /// itself, but the engines leave them to the system's resolver, which may ask DNS and send the cookie elsewhere
     /// in clear text.
-    private static func isSecure(_ url: URL) -> Bool {
+    static func isSecure(_ url: URL) -> Bool {
         let scheme = url.scheme?.lowercased()
         if scheme == "https" || scheme == "wss" { return true }
         guard scheme == "http" || scheme == "ws", LoopbackHost.contains(url) else { return false }

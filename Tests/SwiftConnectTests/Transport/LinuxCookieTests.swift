@@ -260,6 +260,38 @@ import XCTest
             XCTAssertEqual(stored("other")?.value, "1")
         }
 
+        /// FoundationNetworking's storage keys a cookie by domain, path and name run together: `sid` of path `/` and
+        /// `d` of path `/si` are one key there. A plain-http response setting (or deleting) the second replaced the
+        /// stored `Secure` `sid`, and a later `sid=evil` passed, no `Secure` one left to guard.
+        func testAPlainHTTPCookieWhoseStorageKeyIsASecureOnesLeavesItAlone() throws {
+            let sid = name("sid")
+            let secure: [HTTPCookiePropertyKey: Any] = [
+                .name: sid, .value: "1", .domain: "a.example.com", .path: "/", .secure: "TRUE",
+            ]
+            HTTPCookieStorage.shared.setCookie(try XCTUnwrap(HTTPCookie(properties: secure)))
+            defer {
+                let storage = HTTPCookieStorage.shared
+                storage.cookies?.filter { $0.name == "d" && $0.domain == "a.example.com" }.forEach(storage.deleteCookie)
+            }
+            let cookies = SessionCookies(storage: .shared, accepts: true, sends: true)
+            // `<prefix>si` + `d` is `<prefix>sid`: the path ends where the name's start would.
+            let collider = String(sid.dropLast())
+            let setCookies = [
+                "d=x; Path=/\(collider)", "d=; Max-Age=0; Path=/\(collider)", "\(sid)=evil; Path=/",
+            ]
+            for (index, setCookie) in setCookies.enumerated() {
+                let url = try XCTUnwrap(URL(string: "http://a.example.com/\(collider)/toss\(index)"))
+                let response = try XCTUnwrap(
+                    HTTPURLResponse(
+                        url: url, statusCode: 200, httpVersion: nil, headerFields: ["Set-Cookie": setCookie]))
+                cookies.keep(from: response, of: nil)
+            }
+            let kept = try XCTUnwrap(stored("sid"), "a plain-http response deleted the Secure cookie")
+            XCTAssertTrue(kept.isSecure)
+            XCTAssertEqual(kept.value, "1")
+            XCTAssertNil(HTTPCookieStorage.shared.cookies?.first { $0.name == "d" && $0.domain == "a.example.com" })
+        }
+
         /// A redirect answered over plain http cannot replace a stored `Secure` cookie on the next hop either: the
         /// storage refused its cookie, but the call's redirect cookies kept it and wrote it into the next hop's
         /// `Cookie` header, where the storage's cookie of its name gave way to it (counted as the caller's own).

@@ -586,7 +586,10 @@ struct SessionCookies: Sendable {
         }
         // Over plain http, a cookie in place of a `Secure` one is ignored (RFC 6265bis §5.7, step 16).
         if !cookies.allSatisfy(\.isSecure), let stored = storage.cookies, stored.contains(where: \.isSecure) {
-            cookies.removeAll { CookieRules.overwritesSecureCookie($0, setBy: url, in: stored, now: now) }
+            cookies.removeAll {
+                CookieRules.overwritesSecureCookie($0, setBy: url, in: stored, now: now)
+                    || Self.replacesSecureCookieByKey($0, setBy: url, in: stored)
+            }
         }
         guard !cookies.isEmpty else { return }
         // RFC 6265 §5.3, step 11.3: a cookie that replaces a stored one keeps its creation time (its place in §5.4).
@@ -608,6 +611,17 @@ struct SessionCookies: Sendable {
             current.removeAll { CookieRules.isSameCookie($0, cookie) }
             if !(cookie.expiresDate.map { $0 <= now } ?? false) { current.append(cookie) }
         }
+    }
+
+    /// Whether `cookie`, set by a response from `url`, would take the place of another, `Secure`, cookie of `stored`
+    /// in FoundationNetworking's storage, which keys a cookie by its domain, path and name run together: `d` of path
+    /// `/si` is `sid` of path `/` there (`a.example.com/sid`), and replaces or, expired, deletes it. A cookie that is
+    /// not `Secure`, set over plain http, must leave a `Secure` one alone (RFC 6265bis §5.7, step 16): it is ignored.
+    /// Two cookies of such keys over https still take each other's place, as the storage keeps one of them.
+    static func replacesSecureCookieByKey(_ cookie: HTTPCookie, setBy url: URL, in stored: [HTTPCookie]) -> Bool {
+        guard !cookie.isSecure, !CookieRules.isSecure(url) else { return false }
+        let key = cookie.domain + cookie.path + cookie.name
+        return stored.contains { $0.isSecure && $0.domain + $0.path + $0.name == key }
     }
 
     /// `request` with the stored cookies that apply to its URL added to its `Cookie` header, after the cookies it
