@@ -74,10 +74,10 @@ final class ResponseBodySource: Sendable {
         as type: Decoded.Type,
         decoder: (any ResponseBodyDecoder)?
     ) -> Future<Decoded> {
-        let decoders = self.decoders
-        return body.map { [self] data in
-            // Set before the body arrived.
+        body.map { [self] data in
+            // Both set before the body arrived: an asynchronous `recover` says only then whose body it gave.
             let response = self.response
+            let decoders = self.decoders
             let chosen = decoder ?? response.map { decoders.decoder(for: $0) } ?? decoders.fallback
             return try decodeBody(data, as: type, with: chosen, response: response)
         }

@@ -105,6 +105,17 @@ final class ContentTypeDecodingTests: XCTestCase {
         let plain = Connect(transport: transport, retryPolicy: nil)
         let throughOtherClient = plain.request(Missing()).recover { _ in connect.request(Endpoint()) }
         XCTAssertEqual(try throughOtherClient.decoded(toType: Item.self).wait(), Item(name: "kv"))
+        // Decoding asked for while the failing request still runs: the recovery's client is known only once it ran.
+        let gate = Promise<Void>()
+        transport.stub(.get, "/missing-later", with: FakeResponse.status(404).released(by: gate.future))
+        struct MissingLater: Connector {
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/missing-later" }
+        }
+        let pending = plain.request(MissingLater()).recover { _ in connect.request(Endpoint()) }
+            .decoded(toType: Item.self)
+        gate.succeed(())
+        XCTAssertEqual(try pending.wait(), Item(name: "kv"), "decoded with the first client's decoders")
         // A recovery whose future knows of no response decodes with the fallback.
         let unattached = connect.request(Missing()).recover { _ in Future(value: Data(#"{"name":"f"}"#.utf8)) }
         XCTAssertEqual(try unattached.decoded(toType: Item.self).wait(), Item(name: "f"))
