@@ -158,20 +158,37 @@ public struct PartialDownload: Sendable, Hashable {
         return nil
     }
 
+    /// Why `head`, a `206` answering a resume, is a range of another version of the body than this part's, or `nil`:
+    /// its `ETag` (or, for a part kept under a `Last-Modified`, its `Last-Modified`) is not the part's validator. A
+    /// server that ignores `If-Range` (or a cache before it) sends the rest of the new version, which written after the
+    /// part would be a file of two versions reported as a success (RFC 9110 §15.3.7.3: parts combine only under the
+    /// same strong validator). An answer that names none is taken for the version asked for.
+    func validatorProblem(of head: ResponseHead) -> String? {
+        let isDate = HTTPDate.date(from: validator, now: Date()) != nil && !validator.hasPrefix("\"")
+        let name = isDate ? "Last-Modified" : "ETag"
+        guard let answered = head.headerFields[HeaderField.Name(name)]?.trimmingCharacters(in: .whitespaces),
+            !answered.isEmpty, answered != validator
+        else { return nil }
+        return "asked for the rest of the body whose version is \(validator) (If-Range), the server answered 206 "
+            + "with the version \(answered) (\(name))"
+    }
+
     /// Why a download's `206` answer cannot be written as its file, or `nil` if it can: one answering a resume must go
-    /// on from `part` (``rangeProblem(_:length:)``); one answering a request that asked for no range (no `Range` field
-    /// of the app's, no part) holds only part of a body, which written as the file would be a wrong file reported as a
-    /// success. A `Range` the app set itself asked for part of a body: what it gets is what it asked for.
+    /// on from `part` (``rangeProblem(_:length:)``) of the same version (``validatorProblem(of:)``); one answering a
+    /// request that asked for no range (no `Range` field of the app's, no part) holds only part of a body, which
+    /// written as the file would be a wrong file reported as a success. A `Range` the app set itself asked for part of
+    /// a body: what it gets is what it asked for.
     ///
     /// - Parameters:
     ///   - part: The part the download resumed, if any.
     ///   - askedRange: Whether the request carried a `Range` field.
-    ///   - field: The answer's `Content-Range`.
+    ///   - head: The answer's head.
     ///   - length: The answer's body length, declared or read, when known.
-    static func problem(resuming part: PartialDownload?, askedRange: Bool, contentRange field: String?, length: Int64?)
+    static func problem(resuming part: PartialDownload?, askedRange: Bool, head: ResponseHead, length: Int64?)
         -> String?
     {
-        if let part { return part.rangeProblem(field, length: length) }
+        let field = head.headerFields[HeaderField.Name("Content-Range")]
+        if let part { return part.validatorProblem(of: head) ?? part.rangeProblem(field, length: length) }
         if askedRange { return nil }
         return "the server answered 206 (Partial Content, Content-Range: \(field ?? "(none)")) to a download that "
             + "asked for no range: part of a body is not the file"

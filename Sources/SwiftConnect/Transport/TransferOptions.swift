@@ -153,8 +153,7 @@ public struct TransferOptions: Sendable {
         let resumed = response.statusCode == 206 ? part : nil
         if response.statusCode == 206,
             let problem = PartialDownload.problem(
-                resuming: resumed, askedRange: askedRange,
-                contentRange: response.storedHead.value(of: "Content-Range"),
+                resuming: resumed, askedRange: askedRange, head: response.head,
                 length: PartialDownload.isContentCoded(response.storedHead.value(of: "Content-Encoding"))
                     ? nil : Int64(body.count))
         {

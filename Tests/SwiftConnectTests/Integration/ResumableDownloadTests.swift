@@ -28,7 +28,8 @@ final class ResumableDownloadTests: IntegrationTestCase {
         private var _chunked = false
 
         enum RangeAnswer {
-            case honour, ignore, fromStart
+            /// `.ignoringIfRange`: the range of the body there now, whatever `If-Range` says.
+            case honour, ignore, fromStart, ignoringIfRange
             case unsatisfiedBy(extra: Int64)
         }
 
@@ -65,7 +66,8 @@ final class ResumableDownloadTests: IntegrationTestCase {
                 case .unsatisfiedBy(let extra):
                     return LocalServer.Response(
                         status: 416, headers: [("Content-Range", "bytes */\(Int64(first) + extra)")])
-                case .honour where request.header("If-Range") == current && current != nil:
+                // A `Range` without `If-Range` (a caller's own) is honoured whatever the validator.
+                case .honour where request.header("If-Range").map { $0 == current && current != nil } ?? true:
                     guard first < _body.count else {
                         return LocalServer.Response(status: 416, headers: [("Content-Range", "bytes */\(_body.count)")])
                     }
@@ -73,6 +75,10 @@ final class ResumableDownloadTests: IntegrationTestCase {
                     slice = _body.subdata(in: first..<_body.count)
                     headers.append(("Content-Range", "bytes \(first)-\(_body.count - 1)/\(_body.count)"))
                 case .honour: break
+                case .ignoringIfRange:
+                    status = 206
+                    slice = _body.subdata(in: min(first, _body.count)..<_body.count)
+                    headers.append(("Content-Range", "bytes \(first)-\(_body.count - 1)/\(_body.count)"))
                 }
             }
             if !_cuts.isEmpty {
@@ -210,6 +216,26 @@ final class ResumableDownloadTests: IntegrationTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["movie.bin"])
     }
 
+    /// A download that asks for a range of its own keeps no part when cut: its bytes are the range's, which a retry
+    /// (or a resume) took for the body's start, asking for the rest after them: the file was the range's first bytes
+    /// and then the body from that count on. The retry asks for the caller's range again.
+    func testACutDownloadOfARangeOfItsOwnKeepsNoPartAndItsRetryAsksForTheRangeAgain() throws {
+        let before = Self.partialFiles()
+        let route = Route("/movie", headers: [HTTPHeader(name: "Range", value: "bytes=100000-")])
+        site.set(cuts: [30_000])
+        let cut = try connect.download(route, to: destination).waitForResult(timeout: 30)
+        guard case .failure(let failure as ConnectError) = cut else { return XCTFail("\(cut)") }
+        XCTAssertEqual(failure.kind, .connectionLost, "\(failure)")
+        XCTAssertNil(failure.partialDownload, "a part of the range, not of the body")
+        XCTAssertEqual(Self.partialFiles(), before)
+
+        site.set(cuts: [30_000])
+        XCTAssertEqual(try retryingClient(attempts: 2).download(route, to: destination).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body.suffix(from: 100_000))
+        XCTAssertEqual(rangeStarts().suffix(2), [100_000, 100_000])
+        XCTAssertEqual(Self.partialFiles(), before, "no part is left")
+    }
+
     /// The attempts run out: the failure hands over the newest part, which holds every byte so far (the older one is
     /// gone), and resuming it finishes the body.
     func testRetriesThatRunOutHandOverTheNewestPart() throws {
@@ -328,6 +354,25 @@ final class ResumableDownloadTests: IntegrationTestCase {
             try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30), destination)
         XCTAssertEqual(try Data(contentsOf: destination), new)
         XCTAssertEqual(server.requests.last?.header("If-Range"), "\"v1\"")
+    }
+
+    /// A server (or a cache before it) that ignores `If-Range` answers a resume of a changed body with the rest of the
+    /// new version, of the same length: a bad response naming both versions, the part kept, nothing at the
+    /// destination. Written after the part, the file was two versions, reported as a success.
+    func testTheRestOfAnotherVersionIsABadResponseAndKeepsThePart() throws {
+        let partial = try cutDownload()
+        defer { partial.discard() }
+        site.set(
+            body: Data(repeating: 7, count: Self.body.count), validator: .some(("ETag", "\"v2\"")),
+            rangeAnswer: .ignoringIfRange)
+        let result = try connect.download(Route("/movie"), to: destination, resuming: partial).waitForResult(
+            timeout: 30)
+        guard case .failure(let failure as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(failure.kind, .badResponse, "\(failure)")
+        XCTAssertTrue(failure.message.contains("\"v2\""), failure.message)
+        XCTAssertEqual(failure.partialDownload, partial)
+        XCTAssertEqual(try Data(contentsOf: partial.fileURL), Self.body.prefix(Int(partial.bytesReceived)))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
     }
 
     /// A 416 saying the body is as long as the part: the part was the whole body, and goes to the destination.

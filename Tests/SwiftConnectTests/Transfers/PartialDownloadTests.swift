@@ -72,9 +72,24 @@ final class PartialDownloadTests: XCTestCase {
         XCTAssertNil(part.rangeProblem("bytes 4-9/10", length: 6))
         XCTAssertNotNil(part.rangeProblem("bytes 4-9/10", length: 3), "fewer bytes than the range names")
         XCTAssertNotNil(part.rangeProblem("bytes 4-9/*", length: 7), "more bytes than the range names")
-        XCTAssertNil(PartialDownload.problem(resuming: nil, askedRange: true, contentRange: "bytes 5-9/10", length: 5))
+        let ranged = head([("Content-Range", "bytes 5-9/10")])
+        XCTAssertNil(PartialDownload.problem(resuming: nil, askedRange: true, head: ranged, length: 5))
+        XCTAssertNotNil(PartialDownload.problem(resuming: nil, askedRange: false, head: ranged, length: 5))
+        // The rest of another version of the body (a server that ignored `If-Range`) does not go on from the part.
+        let rest = [("Content-Range", "bytes 4-9/10")]
+        XCTAssertNil(PartialDownload.problem(resuming: part, askedRange: true, head: head(rest), length: 6))
+        XCTAssertNil(part.validatorProblem(of: head(rest + [("ETag", "\"v1\"")])))
+        XCTAssertNotNil(part.validatorProblem(of: head(rest + [("ETag", "\"v2\"")])))
+        XCTAssertNotNil(part.validatorProblem(of: head(rest + [("ETag", "W/\"v1\"")])), "a weak one is no match")
         XCTAssertNotNil(
-            PartialDownload.problem(resuming: nil, askedRange: false, contentRange: "bytes 5-9/10", length: 5))
+            PartialDownload.problem(resuming: part, askedRange: true, head: head(rest + [("ETag", "v2")]), length: 6))
+        XCTAssertNil(part.validatorProblem(of: head(rest + [("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")])))
+        let dated = PartialDownload(
+            bytesReceived: 4, fileURL: part.fileURL, validator: "Tue, 01 Dec 2026 10:00:00 GMT",
+            source: try XCTUnwrap(URL(string: "https://api.example.com/files/7")), totalLength: 10)
+        XCTAssertNil(dated.validatorProblem(of: head(rest + [("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")])))
+        XCTAssertNil(dated.validatorProblem(of: head(rest + [("ETag", "\"v9\"")])), "kept under a date: the date")
+        XCTAssertNotNil(dated.validatorProblem(of: head(rest + [("Last-Modified", "Wed, 02 Dec 2026 10:00:00 GMT")])))
         XCTAssertNil(PartialDownload.rangeLength("bytes 0-\(Int64.max)/*"), "more than an Int64 counts")
         XCTAssertEqual(PartialDownload.rangeLength("bytes 4-9/10"), 6)
         XCTAssertEqual(PartialDownload.unsatisfiedLength("bytes */4"), 4)

@@ -496,7 +496,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             let field = head.head.headerFields[HeaderField.Name("Content-Range")]
             let coded = Self.isContentCoded(head)
             if let problem = PartialDownload.problem(
-                resuming: resumed, askedRange: original.value(forHTTPHeaderField: "Range") != nil, contentRange: field,
+                resuming: resumed, askedRange: original.value(forHTTPHeaderField: "Range") != nil, head: head.head,
                 length: coded ? nil : declared)
             {
                 // The part stays as it was: the client's method hands it back with the error.
@@ -693,11 +693,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     }
 
     /// What a download answered by `head` needs to keep the part of its body that arrived, should it fail: `nil` when
-    /// the answer names no validator, or when its body is content-encoded (the bytes kept would be the decoded ones,
-    /// which a `Range` does not count).
+    /// the answer names no validator, when its body is content-encoded (the bytes kept would be the decoded ones,
+    /// which a `Range` does not count), or when it is a `206` to a range the caller asked for (the bytes kept would be
+    /// the range's, which a resume takes for the body's start).
     private func partialKeeping(of head: ConnectResponse) -> PartialKeeping? {
         let fields = head.head.headerFields
         if Self.isContentCoded(head) { return nil }
+        if head.statusCode == 206, transfer.resuming == nil { return nil }
         let resumed = head.statusCode == 206 ? transfer.resuming : nil
         // A 206 goes on from the part it resumed: its validator is the one sent, its length the range's.
         guard let validator = PartialDownload.validator(of: head.head) ?? resumed?.validator else { return nil }
