@@ -12,7 +12,9 @@ import Foundation
 /// the transport failed mid-body, the connection stalled past ``RequestOptions/idleTimeout``, the call's deadline
 /// passed), and the answer named a version of the body a server can check it against (a strong `ETag`, else a
 /// `Last-Modified`): ``ConnectError/partialDownload``. It keeps none when the body was refused (a size limit, a file
-/// that could not be written), when nothing of it arrived, or when the call was cancelled (its part is removed). For a
+/// that could not be written), when nothing of it arrived, when the call was cancelled (its part is removed), when the
+/// body was content-encoded (`Content-Encoding: gzip`: its bytes arrive decoded, and a `Range` counts coded ones), or
+/// when it answered a `Range` of the request's own (its bytes are that range's, not the body's start). For a
 /// large download, a short `idleTimeout` ends a stalled connection early, in a part you can resume. A client that
 /// retries does so itself: its next attempt asks for the rest, and only the part of the last attempt reaches you.
 ///

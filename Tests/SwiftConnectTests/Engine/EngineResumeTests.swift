@@ -106,6 +106,31 @@ final class EngineResumeTests: XCTestCase {
         XCTAssertEqual(try String(contentsOf: destination, encoding: .utf8), "as it was")
     }
 
+    /// A body cut part-way keeps a part only when its bytes are the body's as a `Range` counts them: not a
+    /// content-encoded one, which arrives decoded (the engine decodes its `gzip`).
+    func testACutContentEncodedBodyKeepsNoPart() throws {
+        func cut(_ fields: HeaderFields) throws -> ConnectError {
+            let answer = Answer(
+                status: 200, fields: fields, chunks: [Data("abcd".utf8)],
+                failure: ConnectError(.connectionLost, message: "cut"))
+            let engine = EngineExchangeTests.ScriptedEngine([answer], decodes: ["gzip"])
+            let result = try engine.send(ConnectRequest(url: url, timeoutInterval: 10), transfer: download())
+                .waitForResult(timeout: 10)
+            guard case .failure(let error as ConnectError) = result else {
+                XCTFail("\(result)")
+                throw CancellationError()
+            }
+            return error
+        }
+        let plain = try cut(["ETag": "\"v1\"", "Content-Length": "10"])
+        XCTAssertEqual(plain.kind, .connectionLost, "\(plain)")
+        let kept = try XCTUnwrap(plain.partialDownload, "the control: a plain body's part is kept")
+        kept.discard()
+        let coded = try cut(["ETag": "\"v1\"", "Content-Length": "10", "Content-Encoding": "gzip"])
+        XCTAssertEqual(coded.kind, .connectionLost, "\(coded)")
+        XCTAssertNil(coded.partialDownload, "decoded bytes are no part a Range counts")
+    }
+
     /// A 206 to a download that asked for no range is part of a body, not the file: refused. A `Range` the app set
     /// itself asked for that part, which is then written.
     func testA206ToADownloadThatAskedForNoRangeIsRefused() throws {
