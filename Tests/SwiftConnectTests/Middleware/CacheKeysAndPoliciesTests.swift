@@ -41,6 +41,30 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// A `Host` field that names another authority than the URL's asks for another resource (a virtual host reached at
+    /// an address, RFC 9112 §3.3): one tenant's answer is not served to another, and removing the URL's key forgets
+    /// every host's. A `Host` that is the URL's own changes nothing.
+    func testAVirtualHostIsPartOfTheKey() throws {
+        let transport = answers(4)
+        let cache = ResponseCache()
+        let connect = client(transport, cache: cache)
+        let options = RequestOptions(cache: CacheRule(timeToLive: 60))
+        func get(host: String?) throws -> String {
+            var request = ConnectRequest(url: try XCTUnwrap(URL(string: "https://10.0.0.5/todos")))
+            if let host { request.setValue(host, forHTTPHeaderField: "Host") }
+            return String(
+                decoding: try connect.response(for: request, options: options).wait(timeout: 5).data, as: UTF8.self)
+        }
+        XCTAssertEqual(try get(host: "tenant-a.example"), #"{"answer":1}"#)
+        XCTAssertEqual(try get(host: "tenant-b.example"), #"{"answer":2}"#, "another tenant's resource")
+        XCTAssertEqual(try get(host: "Tenant-A.example"), #"{"answer":1}"#, "a host is named in any case")
+        XCTAssertEqual(try get(host: nil), #"{"answer":3}"#)
+        XCTAssertEqual(try get(host: "10.0.0.5"), #"{"answer":3}"#, "the URL's own authority")
+        XCTAssertEqual(transport.requests.count, 3)
+        cache.removeResponse(forKey: "GET https://10.0.0.5/todos")
+        XCTAssertEqual(try get(host: "tenant-a.example"), #"{"answer":4}"#, "removed with the URL's key")
+    }
+
     /// The fragment is never sent (RFC 9110 §4.2.5): a request that differs from a stored one only there is served the
     /// stored response, as the answer to its own request (its URL naming its own fragment), and the key leaves it out.
     func testARequestThatDiffersOnlyInItsFragmentIsServedFromTheCache() throws {

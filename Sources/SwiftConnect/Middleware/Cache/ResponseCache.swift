@@ -499,8 +499,8 @@ public final class ResponseCache: Sendable {
         storage?.removeAll()
     }
 
-    /// Forgets the responses stored under `key`, for every set of credentials and every body: the key as a rule
-    /// names it, without the `" body:"` and `" credentials:"` parts the cache adds to it
+    /// Forgets the responses stored under `key`, for every set of credentials, every body and every virtual host: the
+    /// key as a rule names it, without the `" host:"`, `" body:"` and `" credentials:"` parts the cache adds to it
     /// (``key(for:rule:)-(ConnectRequest,_)``). As after ``removeAll()``, a revalidation of that key in flight whose
     /// `304` comes later sends its request again, without conditions; the fetches of other keys are not affected.
     ///
@@ -530,7 +530,8 @@ public final class ResponseCache: Sendable {
     }
 
     /// The key a request is stored under: the rule's key, or the method and full URL without its fragment (never
-    /// sent: `/a#x` and `/a#y` ask for one resource); with
+    /// sent: `/a#x` and `/a#y` ask for one resource), followed by `" host:"` and a `Host` field that names another
+    /// authority than the URL's (a virtual host reached at an address); with
     /// ``CacheRule/keyIncludesBody``, followed by `" body:"` and the SHA-256 of the body; for a request that carries
     /// credentials (a secret header, user info in its URL, a secret query item such as `access_token=` or a body's
     /// secret field), followed
@@ -558,6 +559,7 @@ public final class ResponseCache: Sendable {
     ) -> String {
         // Without the URL's fragment, which is never sent (RFC 9110 §4.2.5): `/a#x` and `/a#y` ask for one resource.
         var key = custom ?? "\(request.method.rawValue) \(request.url.absoluteStringWithoutFragment)"
+        if custom == nil, let host = virtualHost(of: request) { key += hostMarker + host }
         if includesBody {
             key += bodyMarker + SHA256Hasher.hex(SHA256Hasher.hash(request.httpBody ?? Data()))
         }
@@ -576,6 +578,21 @@ public final class ResponseCache: Sendable {
         return key(for: request, rule: rule)
     }
 
+    /// The `Host` field `request` carries when it names another authority than its URL's (a virtual host reached at
+    /// an address: `https://10.0.0.5/me` with `Host: tenant-a.example`), lowercased; `nil` otherwise. It is the
+    /// target's authority (RFC 9112 §3.3): two such hosts are two resources.
+    private static func virtualHost(of request: ConnectRequest) -> String? {
+        guard let field = request.value(forHTTPHeaderField: "Host")?.trimmingCharacters(in: .whitespaces).lowercased(),
+            !field.isEmpty
+        else { return nil }
+        let host = request.url.host?.lowercased() ?? ""
+        let written = [host, "[\(host)]"]
+        let authorities = written + (request.url.port.map { port in written.map { "\($0):\(port)" } } ?? [])
+        return authorities.contains(field) ? nil : field
+    }
+
+    /// What separates a key from the `Host` field that names another authority than its URL's.
+    private static let hostMarker = " host:"
     /// What separates a key from the digest of a request's credentials.
     private static let credentialsMarker = " credentials:"
     /// What separates a key from the digest of a request's body (``CacheRule/keyIncludesBody``).
@@ -586,7 +603,8 @@ public final class ResponseCache: Sendable {
     /// dictionary compares keys, by canonical equivalence: a key spelled in another Unicode normalization (`é` as one
     /// scalar or as `e` and an accent) is the key memory answers, and removing either spelling removes it.
     static func isKey(_ stored: String, orVariantOf key: String) -> Bool {
-        stored == key || stored.hasPrefix(key + bodyMarker) || stored.hasPrefix(key + credentialsMarker)
+        stored == key || stored.hasPrefix(key + hostMarker) || stored.hasPrefix(key + bodyMarker)
+            || stored.hasPrefix(key + credentialsMarker)
     }
 
     /// Whether `url` carries credentials as a request's URL would (``credentialsDigest(of:)``): user info, or a

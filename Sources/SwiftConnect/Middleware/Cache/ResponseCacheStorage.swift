@@ -40,9 +40,10 @@ public protocol ResponseCacheStorage: Sendable {
     /// `response` is the server's newest answer, and the older one must not be served in its place. The built-in
     /// storages do.
     func store(_ response: StoredResponse, forKey key: String)
-    /// Forgets the response under `key` and its variants: every key that starts with `key` followed by `" body:"`
-    /// (the digest of a request's body, ``CacheRule/keyIncludesBody``) or by `" credentials:"` (the digest of a
-    /// request's credentials), whatever comes after, compared as Swift strings are (a key in another Unicode
+    /// Forgets the response under `key` and its variants: every key that starts with `key` followed by `" host:"` (a
+    /// `Host` field naming another authority than the URL's), by `" body:"` (the digest of a request's body,
+    /// ``CacheRule/keyIncludesBody``) or by `" credentials:"` (the digest of a request's credentials), whatever comes
+    /// after, compared as Swift strings are (a key in another Unicode
     /// normalization is the same key). ``ResponseCache/removeResponse(forKey:)`` passes the key as the
     /// app knows it: a storage that removes only `key` itself keeps the responses stored with their body's digest.
     func removeResponses(forKey key: String)
