@@ -93,7 +93,8 @@ public final class AsyncHTTPClientTransport: Transport {
     /// decompression on, none when it is off (the default: SwiftConnect's core then decodes them, in bounded
     /// parts). Over an app's client (``init(client:pins:tlsConfiguration:)``), the same, read from the client's
     /// configuration by reflection (AsyncHTTPClient keeps it internal). Its decompressor reads `Content-Encoding`
-    /// only: with it on, a body in a transfer coding other than `chunked` is refused (``send(_:)``).
+    /// only, and by its first coding alone: with it on, a body in a transfer coding other than `chunked`, or in
+    /// several content codings (`gzip, gzip`), is refused (``send(_:)``).
     @_spi(Engine) public let decodedContentCodings: Set<String>
     /// The event loop each request's callbacks run on (``LoopAffinity``).
     let affinity: LoopAffinity
@@ -368,6 +369,17 @@ extension AsyncHTTPClientTransport: HTTPEngine {
                 .transport,
                 message: "the body is in the transfer coding \(coding), which AsyncHTTPClient's decompression does not "
                     + "decode: refused rather than passed on as a success")
+        }
+        if !decodedContentCodings.isEmpty,
+            let codings = ResponseDelivery.contentCodingsInTurn(of: head, isHead: hop.head.method == .head)
+        {
+            // The decompressor decodes by the first coding listed only, and the core leaves what it announces alone.
+            if delivery.stop() { task.cancel() }
+            throw ConnectError(
+                .transport,
+                message:
+                    "the body is encoded in several codings in turn (\(codings.joined(separator: ", "))), of which "
+                    + "AsyncHTTPClient's decompression decodes one at most: refused rather than passed on as a success")
         }
         var fields = HeaderFields()
         fields.reserveCapacity(head.headers.count)

@@ -170,6 +170,17 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         return codings.first { !$0.isEmpty && $0 != "identity" }
     }
 
+    /// The content codings of `head`, an answer with a body, when it lists more than one (`gzip, gzip`, or
+    /// `identity, gzip`), or `nil`: SwiftNIO's decompressor decodes by the first one listed alone, so that the rest
+    /// (or, behind an `identity`, every layer) would reach the caller still coded, announced as decoded.
+    static func contentCodingsInTurn(of head: HTTPResponseHead, isHead: Bool) -> [String]? {
+        let status = head.status.code
+        guard !isHead, status >= 200, status != 204, status != 304 else { return nil }
+        let codings = head.headers["Content-Encoding"].flatMap { $0.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }.filter { !$0.isEmpty }
+        return codings.count > 1 ? codings : nil
+    }
+
     /// Whether the body of `head` (not a `HEAD`'s answer) ends when the connection closes: neither chunked nor of a
     /// told length (RFC 9112 §6.3).
     static func endsAtClose(_ head: HTTPResponseHead) -> Bool {

@@ -136,6 +136,32 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         XCTAssertTrue(error.message.contains("transfer coding gzip"), error.message)
     }
 
+    /// With AsyncHTTPClient's decompression on, a body in several content codings is refused, naming them: SwiftNIO's
+    /// decompressor decodes by the first one listed alone (none for `identity, gzip`), and the core, told gzip is
+    /// decoded, passed the gzip bytes on as the body. The core decodes `identity, gzip` itself when the decompression
+    /// is off.
+    func testSeveralContentCodingsTheClientsDecompressorLeavesCodedAreRefused() async throws {
+        // "hello", gzip-compressed.
+        let gzip = Data(base64Encoded: "H4sIAAAAAAACA8tIzcnJBwCGphA2BQAAAA==")!
+        server.route("GET", "/layered") { _ in
+            LocalServer.Response.data(gzip, contentType: "text/plain").withHeader("Content-Encoding", "identity, gzip")
+        }
+        var decompressing = AsyncHTTPClientTransport.defaultConfiguration
+        decompressing.decompression = .enabled(limit: .ratio(100))
+        let transports = [AsyncHTTPClientTransport(), AsyncHTTPClientTransport(configuration: decompressing)]
+
+        var results: [Result<ConnectResponse, any Error>] = []
+        for transport in transports {
+            results.append(await transport.send(request("/layered")).resultValue)
+            try await transport.shutdown()
+        }
+
+        XCTAssertEqual(try results[0].get().data, Data("hello".utf8), "decoded by the core")
+        guard case .failure(let error as ConnectError) = results[1] else { return XCTFail("\(results[1])") }
+        XCTAssertEqual(error.kind, .transport, "\(error)")
+        XCTAssertTrue(error.message.contains("several codings in turn (identity, gzip)"), error.message)
+    }
+
     /// A transport released without `shutdown()`, right after its request, shuts its client down by itself:
     /// no crash, no leak, again and again.
     func testATransportReleasedWithoutShutdownNeverCrashes() throws {
