@@ -25,7 +25,9 @@ import SwiftConnect
 /// the fallback (404 by default).
 ///
 /// It stands where the network would, not where an engine would: a stubbed 3xx is the answer (real transports
-/// follow it under the redirect rules), and it enforces no timeout (the client's deadline still ends a call).
+/// follow it under the redirect rules), and it enforces no timeout (the client's deadline still ends a call). Like
+/// every engine, it hands over the answer to a `HEAD`, and a `1xx`, `204` or `304`, without a body, whatever the stub
+/// holds: a stub that answers every method shows a `HEAD` what the app will see.
 ///
 /// For code that sends from another thread or task, ``requestsReceived(count:)`` is a future of the requests
 /// once they have arrived, so a test waits for them without sleeping; an answer that takes time
@@ -344,8 +346,29 @@ public final class FakeTransport: Transport, Sendable {
         for (promise, requests) in satisfied { promise.succeed(requests) }
         let answer = response.answer(request)
         // Given already (the usual stub): nothing to cancel, and nothing more to do on this path.
-        if answer.isCompleted { return answer }
+        if let result = answer.result { return Future(result: Self.asReceived(result, for: request)) }
         return recordingCancellation(of: answer, for: request)
+    }
+
+    /// `result`, the answer a stub gives `request`, as an engine hands it over: without a body where none goes (the
+    /// answer to a `HEAD`, a `1xx`, `204` or `304`, RFC 9110 §6.4.1), whatever the stub holds. A test whose stub
+    /// answers every method with a body then sees a `HEAD`'s answer as the app will, empty.
+    static func asReceived(_ result: Result<ConnectResponse, any Error>, for request: URLRequest)
+        -> Result<ConnectResponse, any Error>
+    {
+        guard case .success(var response) = result else { return result }
+        let status = response.statusCode
+        guard request.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304 else {
+            return result
+        }
+        response.data = Data()
+        if let stream = response.bodyStream {
+            stream.cancel()
+            let empty = ResponseBodyStream()
+            empty.finish()
+            response.bodyStream = empty
+        }
+        return .success(response)
     }
 
     /// Reads the one-shot body of `request` whole, through the core's length check (`RequestBodyChunks.counted`, as an
@@ -390,7 +413,7 @@ public final class FakeTransport: Transport, Sendable {
         promise.future.observe { [weak state] _ in
             state?.withLock { $0.pending[id] = nil }
         }
-        answer.observe { promise.completeIfPending(with: $0) }
+        answer.observe { promise.completeIfPending(with: Self.asReceived($0, for: request)) }
         return promise.future
     }
 }

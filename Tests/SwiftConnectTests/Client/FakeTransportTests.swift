@@ -32,6 +32,33 @@ final class FakeTransportTests: XCTestCase {
         value(of: send(transport, url, method: method), file: file, line: line)?.statusCode
     }
 
+    /// An engine hands over no body for a `HEAD`, a `1xx`, `204` or `304` (RFC 9110 §6.4.1): neither does the fake,
+    /// whatever its stub holds, so that a test whose stub answers every method sees a `HEAD` as the app will. The
+    /// headers stay; a pending answer and a streamed one are emptied too.
+    func testAnswersThatCarryNoBodyAreHandedOverEmpty() async throws {
+        let fake = FakeTransport()
+        fake.stub(nil, "/meta", with: .data(Data("abc".utf8), headers: ["X-Count": "3"]))
+        fake.stub(nil, "/gone", with: .json(["a": 1], status: 204))
+        fake.stub(nil, "/same", with: .data(Data("abc".utf8), status: 304))
+        let gate = Promise<Void>()
+        fake.stub(nil, "/later", with: FakeResponse.data(Data("abc".utf8)).released(by: gate.future))
+        fake.stub(nil, "/streamed", with: .stream([Data("abc".utf8)]))
+
+        let head = try XCTUnwrap(value(of: send(fake, "https://api.test/meta", method: "HEAD")))
+        XCTAssertEqual(head.data, Data())
+        XCTAssertEqual(head.header("X-Count"), "3")
+        XCTAssertEqual(value(of: send(fake, "https://api.test/meta"))?.data, Data("abc".utf8), "a GET gets the body")
+        XCTAssertEqual(value(of: send(fake, "https://api.test/gone"))?.data, Data())
+        XCTAssertEqual(value(of: send(fake, "https://api.test/same"))?.data, Data())
+        let later = send(fake, "https://api.test/later", method: "HEAD")
+        gate.succeed(())
+        XCTAssertEqual(value(of: later)?.data, Data())
+        let streamed = try XCTUnwrap(value(of: send(fake, "https://api.test/streamed", method: "HEAD")))
+        let stream = try XCTUnwrap(streamed.bodyStream)
+        let first = try await stream.next()
+        XCTAssertNil(first, "the stream ends at once")
+    }
+
     // MARK: - Matching
 
     func testMatchesByMethod() {
