@@ -193,18 +193,18 @@ public struct ServerConfiguration: Sendable, Equatable {
         if !isBracketedIPv6, host.contains(":") {
             return host.filter { $0 == ":" }.count > 1
                 ? "an IPv6 address is written in brackets, such as '[::1]'"
-                : "the host '\(host)' holds a port: give it as `port:`"
+                : "the host '\(Redaction.urlText(host))' holds a port: give it as `port:`"
         }
         if let port, !(1...65_535).contains(port) { return "the port \(port) is not in 1...65535" }
         if !Self.isPercentEncodedPath(normalizedBasePath) {
-            return "the base path '\(basePath)' is not a URL path: it may hold letters, digits, "
+            return "the base path '\(Redaction.urlText(basePath))' is not a URL path: it may hold letters, digits, "
                 + "-._~!$&'()*+,;=:@/, %XX escapes and non-ASCII text (no spaces, '?' or '#')"
         }
         // Joined as written, such a segment would be resolved by URLSession before sending and by the server after
         // other engines sent it: the path the server sees would depend on the engine.
         if PercentEncoding.hasDotSegment(inPath: normalizedBasePath) {
-            return "the base path '\(basePath)' has a '.' or '..' segment, which engines resolve differently: "
-                + "write the path it stands for"
+            return "the base path '\(Redaction.urlText(basePath))' has a '.' or '..' segment, which engines resolve "
+                + "differently: write the path it stands for"
         }
         return nil
     }
@@ -257,7 +257,10 @@ public struct ServerConfiguration: Sendable, Equatable {
                     reason: "a default query item of the ServerConfiguration has an empty name (it would go out as "
                         + "?=value, or as a bare '&')"))
         }
-        guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
+        // Whole: a URL made `relativeTo:` a base would lose its base (scheme, host, the base's path) in its parts.
+        guard let url, var components = URLComponents(url: url.absoluteURL, resolvingAgainstBaseURL: false) else {
+            return url
+        }
         let present = Set((components.queryItems ?? []).map(\.name))
         let added = defaultQueryItems.indices.compactMap { index -> String? in
             let item = defaultQueryItems[index]

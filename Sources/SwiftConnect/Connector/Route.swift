@@ -220,7 +220,9 @@ extension Route {
             error.message = "the connector's port \(port) is not in 1...65535"
             throw error
         }
-        guard url.host != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+        // Whole: a URL made `relativeTo:` a base would lose its base (scheme, host) in its parts.
+        guard url.host != nil, var components = URLComponents(url: url.absoluteURL, resolvingAgainstBaseURL: false)
+        else {
             return url
         }
         components.port = port

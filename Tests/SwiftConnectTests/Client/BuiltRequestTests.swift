@@ -355,6 +355,24 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertNil(other.url?.query)
     }
 
+    /// A URL made `relativeTo:` a base keeps its base when the client adds its default query items, and a connector's
+    /// base URL made so keeps its base when the connector names a port: each was rebuilt from its relative part alone,
+    /// with no scheme or host.
+    func testAURLMadeRelativeToABaseKeepsItWhenTheClientAddsToIt() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            configuration: ServerConfiguration(
+                host: "api.test", basePath: "/v1", defaultQueryItems: [URLQueryItem(name: "key", value: "K")]))
+        let relative = try XCTUnwrap(URL(string: "todos?page=2", relativeTo: URL(string: "https://api.test/v1/")))
+        _ = try connect.response(for: ConnectRequest(url: relative)).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.last?.url?.absoluteString, "https://api.test/v1/todos?page=2&key=K")
+
+        let base = try XCTUnwrap(URL(string: "v2/", relativeTo: URL(string: "https://other.test/api/")))
+        _ = try connect.request(Route("/todos", baseURL: base, port: 8443)).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.last?.url?.absoluteString, "https://other.test:8443/api/v2/todos")
+    }
+
     /// A blank `Content-Type` on a built request went out as an empty `Content-Type:` field, and kept the client's
     /// default out: as in a connector's headers, it names none and is passed over, at every level (the request, the
     /// call's options, a middleware's).

@@ -60,6 +60,22 @@ final class URLSafetyTests: XCTestCase {
         }
     }
 
+    /// The refusal of a configuration that makes no URL quotes what it was given with its secrets hidden: a base path
+    /// with a key in its query (`/v2?api_key=…`), a host with a password before a port.
+    func testARefusedConfigurationShowsNoSecret() throws {
+        let configurations = [
+            ServerConfiguration(host: "api.example.com", basePath: "/v2?api_key=sk_live_9"),
+            ServerConfiguration(host: "api.example.com", basePath: "/v2/../v3?access_token=sk_live_9"),
+            ServerConfiguration(host: "amy:sk_live_9@api.example.com"),
+        ]
+        for configuration in configurations {
+            let error = try refusal(Route("/todos"), configuration: configuration)
+            for text in [error.message, "\(error)", String(reflecting: error)] {
+                XCTAssertFalse(text.contains("sk_live_9"), text)
+            }
+        }
+    }
+
     /// A bracketed IPv6 host, with or without a zone, makes its URL.
     func testABracketedIPv6HostMakesItsURL() {
         XCTAssertEqual(ServerConfiguration(host: "[::1]", port: 8443).baseURL?.absoluteString, "https://[::1]:8443")
