@@ -50,7 +50,9 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 /// it, and ``RequestQueue/resume()`` releases both.
 ///
 /// Place it first among the middlewares, so a request waits before any middleware does work for it (a token
-/// refresh, a cache lookup).
+/// refresh, a cache lookup). A request that forbids the network (`Cache-Control: only-if-cached`, the cache policy
+/// `.returnCacheDataDontLoad`) is never held nor failed: the client's ``ResponseCache`` answers it offline, or fails it
+/// with nothing sent.
 public struct ConnectivityMiddleware: Middleware {
     /// The monitor it follows.
     var monitor: any ConnectivityMonitor { gate.monitor }
@@ -78,7 +80,11 @@ public struct ConnectivityMiddleware: Middleware {
         ConnectResponse
     > {
         let policy = context.options.connectivity ?? policy
-        guard policy != .ignore, !LoopbackHost.contains(request.url) else { return next(request) }
+        // A request that forbids the network (`only-if-cached`, `.returnCacheDataDontLoad`) is the cache's to answer
+        // offline, as the cache's documentation promises: held or failed here, it never reached the cache.
+        guard policy != .ignore, !LoopbackHost.contains(request.url), !ResponseCache.forbidsTheNetwork(request) else {
+            return next(request)
+        }
         return gate.send(
             request, waiting: policy == .waitForConnectivity || context.attempt > 1, next: next,
             observation: context.transfer.observation)

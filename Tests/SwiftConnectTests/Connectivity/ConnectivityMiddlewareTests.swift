@@ -30,6 +30,36 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         network = FakeConnectivityMonitor(.disconnected)
     }
 
+    /// The cache's offline recipe works behind the middleware: a request that forbids the network (`only-if-cached`,
+    /// `.returnCacheDataDontLoad`) is served the stored response while offline, under either policy, where it failed
+    /// as not connected or waited for the network; one with nothing stored fails at once, nothing sent.
+    func testARequestThatForbidsTheNetworkIsAnsweredByTheCacheOffline() throws {
+        network.goOnline()
+        for policy in [ConnectivityPolicy.failFast, .waitForConnectivity] {
+            let transport = FakeTransport(fallback: .json(["ok": true]))
+            let connect = Connect(
+                transport: transport, middlewares: [ConnectivityMiddleware(monitor: network, policy: policy)],
+                retryPolicy: nil, responseCache: ResponseCache())
+            let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+            _ = try connect.request(Item(id: 1), options: rule).wait(timeout: 5)
+            network.goOffline()
+            defer { network.goOnline() }
+            let offline = [HTTPHeader(name: "Cache-Control", value: "only-if-cached, max-stale")]
+            let cached = try connect.request(
+                Route(url: URL(string: "https://api.example.com/items/1")!, headers: offline), options: rule
+            )
+            .wait(timeout: 5)
+            XCTAssertEqual(String(decoding: cached, as: UTF8.self), #"{"ok":true}"#, "\(policy)")
+            var stored = ConnectRequest(url: URL(string: "https://api.example.com/items/1")!)
+            stored.cachePolicy = .returnCacheDataDontLoad
+            XCTAssertEqual(try connect.response(for: stored, options: rule).wait(timeout: 5).statusCode, 200)
+            let missing = connect.request(
+                Route(url: URL(string: "https://api.example.com/items/2")!, headers: offline), options: rule)
+            XCTAssertNotEqual(connectError(of: missing)?.kind, .notConnected, "\(policy): the cache's own failure")
+            XCTAssertEqual(transport.requests.count, 1, "\(policy)")
+        }
+    }
+
     private func client(
         _ policy: ConnectivityPolicy, retryPolicy: RetryPolicy? = nil, queue: RequestQueue? = nil,
         pausing: Bool = false

@@ -1624,6 +1624,13 @@ public final class ResponseCache: Sendable {
         var onlyIfCached = false
     }
 
+    /// Whether `request` forbids the network, to be answered from a cache or not at all: `Cache-Control:
+    /// only-if-cached`, or the cache policy `.returnCacheDataDontLoad`. A ``ConnectivityMiddleware`` lets it through
+    /// while offline, as it sends nothing.
+    static func forbidsTheNetwork(_ request: ConnectRequest) -> Bool {
+        request.cachePolicy == .returnCacheDataDontLoad || requestDirectives(of: request).onlyIfCached
+    }
+
     /// What the request's own `Cache-Control` asks of the cache, or without one its `Pragma`. Repeated fields read
     /// as one list, names and directives in any case.
     private static func requestDirectives(of request: ConnectRequest) -> RequestDirectives {
