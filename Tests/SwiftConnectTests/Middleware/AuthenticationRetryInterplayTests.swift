@@ -365,6 +365,46 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         }
     }
 
+    /// Sends `GET /ping` through the client it is given when a call hears its refresh start (telemetry, say).
+    private struct PingOnRefresh: ConnectObserver {
+        let client: Recorder<Connect>
+        let pings: Recorder<Future<Data>>
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { Call(client: client, pings: pings) }
+        struct Call: ConnectCallObserver {
+            let client: Recorder<Connect>
+            let pings: Recorder<Future<Data>>
+            func record(_ event: ConnectEvent) {
+                guard case .tokenRefreshStarted = event, let connect = client.values.first else { return }
+                pings.append(connect.request(Endpoint(endpoint: "/ping")))
+            }
+        }
+    }
+
+    /// A request an observer sends on hearing a refresh start waits for the refresh, as any other request does, and
+    /// goes with the renewed credential: it was refused at once as one `refresh` itself sent (the observer ran on the
+    /// thread about to call `refresh`).
+    func testARequestAnObserverSendsAsARefreshStartsWaitsForIt() throws {
+        let fake = FakeTransport()
+        fake.stub("/profile", with: [.status(401), .json(string: "{}")])
+        fake.stub("/ping", with: .json(string: "{}"))
+        let stub = RefreshStub()
+        let client = Recorder<Connect>()
+        let pings = Recorder<Future<Data>>()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [PingOnRefresh(client: client, pings: pings)]))
+        client.append(connect)
+        let profile = connect.request(Endpoint(endpoint: "/profile"))
+        let ping = try XCTUnwrap(pings.values.first)
+        XCTAssertFalse(ping.isCompleted, "it waits for the refresh")
+        stub.promise().succeed(Self.new)
+        XCTAssertNoThrow(try profile.wait(timeout: 5))
+        XCTAssertNoThrow(try ping.wait(timeout: 5))
+        let sentPing = fake.requests.last { $0.url?.path == "/ping" }
+        XCTAssertEqual(sentPing?.value(forHTTPHeaderField: "Authorization"), "Bearer NEWSECRET2")
+    }
+
     /// The call whose rejection asked for a refresh hears it start and end, also when the refresh waited for one that
     /// setCredential superseded, and the call did not wait (its last attempt).
     func testTheCallWhoseRejectionStartsADeferredRefreshHearsIt() throws {

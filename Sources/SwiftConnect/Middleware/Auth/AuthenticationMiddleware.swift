@@ -337,7 +337,10 @@ extension AuthenticationMiddleware {
 
     /// Calls `refresh` (no lock held) and releases the waiting requests when it completes.
     private func startRefresh(_ id: UInt64, of expired: AuthorizationToken?, observation: CallObservation?) {
+        // Told before this thread counts as `refresh`'s: a request an observer sends on hearing it waits for the
+        // refresh as any other does, where it was refused as one `refresh` itself sent.
         observation?.record(.tokenRefreshStarted)
+        state.withLock { $0.enteredRefreshCall(id) }
         let renewed = refresh(expired)
         // Requests from this thread no longer come from inside `refresh`.
         state.withLock { $0.leftRefreshCall(id) }
@@ -540,6 +543,12 @@ extension AuthenticationMiddleware {
             return .wait
         }
 
+        /// Notes that this thread is about to call `refresh` for refresh `id`: a request it sends until the call
+        /// returns is `refresh`'s own.
+        mutating func enteredRefreshCall(_ id: UInt64) {
+            if refresh?.id == id { refresh?.callingThread = pthread_self() }
+        }
+
         /// Notes that the call to `refresh` for refresh `id` returned.
         mutating func leftRefreshCall(_ id: UInt64) {
             if refresh?.id == id { refresh?.callingThread = nil }
@@ -582,7 +591,7 @@ extension AuthenticationMiddleware {
                 // A request no replay can follow starts the refresh for the requests to come, without waiting for it.
                 refresh = RefreshInFlight(
                     id: id, waiters: waiter.isFinal ? [] : [waiter],
-                    callingThread: isDeferred ? nil : pthread_self(), isDeferred: isDeferred,
+                    callingThread: nil, isDeferred: isDeferred,
                     observation: waiter.observation)
                 if isDeferred { return waiter.isFinal ? .answer : .wait }
                 return .refresh(id: id, expired: credential)
@@ -636,7 +645,6 @@ extension AuthenticationMiddleware {
                 deferred.isDeferred
             else { return nil }
             refresh?.isDeferred = false
-            refresh?.callingThread = pthread_self()
             return (deferred.id, credential, deferred.observation)
         }
 
