@@ -263,9 +263,10 @@ public struct TransferProgress: Sendable, Equatable, CustomStringConvertible {
         return total == 0 ? 1 : min(1, Double(bytesReceived) / Double(total))
     }
 
-    /// The fraction of the whole exchange done: the download's once receiving has begun, else the upload's.
+    /// The fraction of the whole exchange done: the download's once receiving has begun, or when there is nothing to
+    /// upload (a `GET`: `nil` until the body's size is known, not the `1` of an upload of nothing), else the upload's.
     public var fractionCompleted: Double? {
-        if bytesReceived > 0 || totalBytesToReceive != nil { return downloadFraction }
+        if bytesReceived > 0 || totalBytesToReceive != nil || totalBytesToSend == 0 { return downloadFraction }
         return uploadFraction
     }
 

@@ -126,6 +126,9 @@ final class EngineTransferTests: XCTestCase {
                 let context = "\(name), \(download ? "to a file" : "in memory"): \(seen)"
                 XCTAssertEqual(seen.filter { $0.downloadFraction == 1 }.count, 1, context)
                 XCTAssertEqual(seen.last?.downloadFraction, 1, context)
+                // The whole exchange too: a GET uploads nothing, so it is not done before its body is.
+                XCTAssertEqual(seen.filter { $0.fractionCompleted == 1 }.count, 1, context)
+                XCTAssertEqual(seen.last?.fractionCompleted, 1, context)
                 XCTAssertFalse(zip(seen, seen.dropFirst()).contains { $0 == $1 }, context)
                 if download { XCTAssertEqual(inPlace.snapshot, [true], context) }
             }
