@@ -569,6 +569,10 @@
         static let IFF_LOWER_UP: UInt32 = 0x1_0000
 
         static let IFLA_IFNAME: UInt16 = 3
+        /// A link's nested attributes about its driver (`<linux/if_link.h>`).
+        static let IFLA_LINKINFO: UInt16 = 18
+        /// In `IFLA_LINKINFO`: the kind of a software link, a NUL-terminated name (`bridge`, `veth`).
+        static let IFLA_INFO_KIND: UInt16 = 1
         static let IFA_ADDRESS: UInt16 = 1
         static let IFA_LOCAL: UInt16 = 2
         static let IFA_FLAGS: UInt16 = 8
@@ -615,6 +619,9 @@
         var hardwareType: UInt16
         /// The `IFF_*` flags.
         var flags: UInt32
+        /// The kind of a link a driver of software makes (`IFLA_INFO_KIND`: `bridge`, `veth`, `vlan`), or `nil`
+        /// for one of hardware.
+        var softwareKind: String? = nil
 
         var isLoopback: Bool {
             flags & RTNetlink.IFF_LOOPBACK != 0 || hardwareType == RTNetlink.ARPHRD_LOOPBACK
@@ -629,6 +636,12 @@
 
         var kind: Connectivity.Interface {
             guard hardwareType == RTNetlink.ARPHRD_ETHER else { return .other }
+            // A bridge (Docker's `docker0`, libvirt's `virbr0`) or a VXLAN presents Ethernet frames too, but is no
+            // cable: `.other`, as a VPN tunnel is. A VLAN, a bond or a team sits on Ethernet ports, and a veth is a
+            // container's Ethernet (its `eth0`): wired, as a container's code expects of its only interface.
+            if let softwareKind, !["veth", "vlan", "bond", "team", "macvlan", "ipvlan"].contains(softwareKind) {
+                return .other
+            }
             // Wi-Fi drivers present Ethernet frames; systemd and the kernel name them `wl…` (`wlan0`, `wlp2s0`).
             return name.hasPrefix("wl") ? .wifi : .wiredEthernet
         }
@@ -763,11 +776,23 @@
             let flags = body.loadUnaligned(fromByteOffset: 8, as: UInt32.self)
             if type == RTNetlink.RTM_DELLINK { return .linkRemoved(index: index) }
             var name = ""
+            var softwareKind: String?
             forEachAttribute(in: body, from: RTNetlink.linkHeaderSize) { attributeType, value in
-                guard attributeType == RTNetlink.IFLA_IFNAME else { return }
-                name = String(decoding: value.prefix { $0 != 0 }, as: UTF8.self)
+                switch attributeType {
+                case RTNetlink.IFLA_IFNAME:
+                    name = String(decoding: value.prefix { $0 != 0 }, as: UTF8.self)
+                case RTNetlink.IFLA_LINKINFO:
+                    forEachAttribute(in: value, from: 0) { infoType, info in
+                        guard infoType == RTNetlink.IFLA_INFO_KIND else { return }
+                        softwareKind = String(decoding: info.prefix { $0 != 0 }, as: UTF8.self)
+                    }
+                default:
+                    break
+                }
             }
-            return .link(NetlinkLink(index: index, name: name, hardwareType: hardwareType, flags: flags))
+            return .link(
+                NetlinkLink(
+                    index: index, name: name, hardwareType: hardwareType, flags: flags, softwareKind: softwareKind))
         }
 
         private static func parseAddress(type: UInt16, body: UnsafeRawBufferPointer) -> Payload? {

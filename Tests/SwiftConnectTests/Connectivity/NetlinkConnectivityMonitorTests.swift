@@ -291,6 +291,24 @@
                 table.connectivity, Connectivity(isConnected: true, interfaces: [.wifi, .other, .wiredEthernet]))
         }
 
+        /// A bridge (Docker's `docker0`) or a VXLAN presents Ethernet frames but is no cable: `.other`, as the
+        /// documentation says, where it counted as wired Ethernet. A VLAN on a port, and a veth (a container's `eth0`),
+        /// are wired.
+        func testSoftwareLinksOfEthernetFramesAreOtherThanWired() {
+            let table = NetlinkBytes.table(
+                NetlinkBytes.link(index: 2, name: "docker0", flags: NetlinkBytes.upAndRunning, softwareKind: "bridge"),
+                NetlinkBytes.address(index: 2, family: RTNetlink.AF_INET, prefixLength: 16, local: [172, 17, 0, 1]),
+                NetlinkBytes.link(index: 3, name: "vxlan7", flags: NetlinkBytes.upAndRunning, softwareKind: "vxlan"),
+                NetlinkBytes.address(index: 3, family: RTNetlink.AF_INET, prefixLength: 24, local: [10, 0, 3, 1]))
+            XCTAssertEqual(table.connectivity, Connectivity(isConnected: true, interfaces: [.other]))
+            let wired = NetlinkBytes.table(
+                NetlinkBytes.link(index: 4, name: "eth0.10", flags: NetlinkBytes.upAndRunning, softwareKind: "vlan"),
+                NetlinkBytes.address(index: 4, family: RTNetlink.AF_INET, prefixLength: 24, local: [10, 10, 0, 2]),
+                NetlinkBytes.link(index: 5, name: "eth0", flags: NetlinkBytes.upAndRunning, softwareKind: "veth"),
+                NetlinkBytes.address(index: 5, family: RTNetlink.AF_INET, prefixLength: 24, local: [10, 0, 4, 2]))
+            XCTAssertEqual(wired.connectivity, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
+        }
+
         func testRemovalsAreApplied() {
             // Given: two connected interfaces
             var table = NetlinkBytes.table(
@@ -878,11 +896,15 @@
 
         static func link(
             index: Int32, name: String, type hardwareType: UInt16 = RTNetlink.ARPHRD_ETHER, flags: UInt32,
-            family: UInt8 = 0, messageType: UInt16 = RTNetlink.RTM_NEWLINK
+            family: UInt8 = 0, messageType: UInt16 = RTNetlink.RTM_NEWLINK, softwareKind: String? = nil
         ) -> [UInt8] {
             let header =
                 [family, 0] + integer(hardwareType) + integer(index) + integer(flags) + integer(UInt32(0xFFFF_FFFF))
-            let body = header + attribute(RTNetlink.IFLA_IFNAME, Array(name.utf8) + [0])
+            var body = header + attribute(RTNetlink.IFLA_IFNAME, Array(name.utf8) + [0])
+            if let softwareKind {
+                body += attribute(
+                    RTNetlink.IFLA_LINKINFO, attribute(RTNetlink.IFLA_INFO_KIND, Array(softwareKind.utf8) + [0]))
+            }
             return message(type: messageType, body: body)
         }
 
