@@ -214,7 +214,17 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
                         "The number of \(unit) since 1970 <\(text.prefix(64))> is not finite or does not fit in Double."
                 ))
         }
-        return Date(timeIntervalSince1970: number / unitsPerSecond)
+        // A date past what `time_t` holds (`1e19` seconds) decodes, then stops the process when printed (Foundation's
+        // `Date.description` converts it to `time_t`): refused as the number it cannot stand for.
+        let seconds = number / unitsPerSecond
+        guard abs(seconds) < Double(Int64.max) else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: decoder.codingPath,
+                    debugDescription:
+                        "The number of \(unit) since 1970 <\(text.prefix(64))> is past any date a Date can show."))
+        }
+        return Date(timeIntervalSince1970: seconds)
     }
 
     /// Whether the part of a number `text` (that `Double(_:)` reads) before its exponent has a digit other than 0:

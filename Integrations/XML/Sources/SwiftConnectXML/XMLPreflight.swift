@@ -47,6 +47,11 @@ enum XMLPreflight {
     /// - Throws: `DecodingError.dataCorrupted` saying what is refused.
     static func check(_ data: Data, refusesTrailingContent: Bool = true, refusesPastLimits: Bool = true) throws {
         let bytes = asciiCompatible(data)
+        if let encoding = declaredEncoding(in: bytes), hidesMarkup(encoding) {
+            throw refusal(
+                "the XML is in \(encoding), an encoding whose ASCII bytes need not be the markup they look like: its "
+                    + "entity declarations cannot be checked, so it is not decoded")
+        }
         if hasElementPastAttributeLimit(bytes) {
             throw refusal("the XML has an element with more than \(attributeLimit) attributes, which is not decoded")
         }
@@ -177,6 +182,33 @@ enum XMLPreflight {
     }
 
     // MARK: - Entity declarations
+
+    /// The encoding the XML declaration of `bytes` names (`<?xml version="1.0" encoding="UTF-7"?>`), at most 64
+    /// characters of it, or `nil`.
+    static func declaredEncoding(in bytes: [UInt8]) -> String? {
+        var start = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        guard bytes[start...].starts(with: Array("<?xml".utf8)) else { return nil }
+        start += 5
+        let end = bytes[start...].firstIndex(of: UInt8(ascii: ">")) ?? bytes.endIndex
+        let declaration = String(decoding: bytes[start..<end], as: UTF8.self)
+        guard let name = declaration.range(of: "encoding") else { return nil }
+        let rest = declaration[name.upperBound...].drop { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard rest.first == "=" else { return nil }
+        let value = rest.dropFirst().drop { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard let quote = value.first, quote == "\"" || quote == "'" else { return nil }
+        let encoding = value.dropFirst().prefix { $0 != quote }
+        return String(encoding.prefix(64).map { $0.isASCII && !$0.isNewline ? $0 : "?" })
+    }
+
+    /// Whether `encoding` (a name as an XML declaration writes it) is one whose ASCII bytes can stand for other
+    /// characters, so that markup the check reads as text (`+ADw-!ENTITY` in UTF-7) is markup to the parser, which
+    /// decodes it (libxml2 through iconv): UTF-7, HZ and the ISO-2022 encodings, whose escapes switch what the bytes
+    /// mean.
+    static func hidesMarkup(_ encoding: String) -> Bool {
+        let name = String(encoding.lowercased().filter { $0.isLetter || $0.isNumber })
+        return name == "utf7" || name.hasSuffix("utf7") || name.hasPrefix("hz") || name.hasPrefix("iso2022")
+            || name.hasPrefix("csiso2022")
+    }
 
     /// What the prolog, read as ASCII markup, shows.
     enum Prolog: Equatable {
@@ -314,18 +346,36 @@ enum XMLPreflight {
     /// by its byte order mark or by how `<` is written, as the parser knows it).
     private static func asciiCompatible(_ data: Data) -> [UInt8] {
         let head = Array(data.prefix(4))
-        let encoding: String.Encoding?
+        let unit: (size: Int, bigEndian: Bool)
         switch head {
-        case [0x00, 0x00, 0xFE, 0xFF], [0x00, 0x00, 0x00, 0x3C]: encoding = .utf32BigEndian
-        case [0xFF, 0xFE, 0x00, 0x00], [0x3C, 0x00, 0x00, 0x00]: encoding = .utf32LittleEndian
-        case _ where head.starts(with: [0xFE, 0xFF]) || head.starts(with: [0x00, 0x3C]): encoding = .utf16BigEndian
-        case _ where head.starts(with: [0xFF, 0xFE]) || head.starts(with: [0x3C, 0x00]): encoding = .utf16LittleEndian
-        default: encoding = nil
+        case [0x00, 0x00, 0xFE, 0xFF], [0x00, 0x00, 0x00, 0x3C]: unit = (4, true)
+        case [0xFF, 0xFE, 0x00, 0x00], [0x3C, 0x00, 0x00, 0x00]: unit = (4, false)
+        case _ where head.starts(with: [0xFE, 0xFF]) || head.starts(with: [0x00, 0x3C]): unit = (2, true)
+        case _ where head.starts(with: [0xFF, 0xFE]) || head.starts(with: [0x3C, 0x00]): unit = (2, false)
+        default: return Array(data)
         }
-        guard let encoding else { return Array(data) }
-        // A byte order mark becomes U+FEFF in UTF-8, which `prolog(of:)` skips; text that is not valid in the
-        // encoding is the parser's to refuse.
-        return String(data: data, encoding: encoding).map { Array($0.utf8) } ?? []
+        // A byte order mark becomes U+FEFF in UTF-8, which `prolog(of:)` skips. Read leniently, as the parser reads
+        // it: libxml2 drops a last unit cut short (an odd byte count in UTF-16) and parses the rest, so a strict
+        // decoding that gave up on such a document saw no markup at all, and passed the entities it declared.
+        let bytes = Array(data)
+        let whole = bytes.count / unit.size * unit.size
+        func value(at index: Int) -> UInt32 {
+            var value: UInt32 = 0
+            for offset in 0..<unit.size {
+                let byte = UInt32(bytes[index + (unit.bigEndian ? offset : unit.size - 1 - offset)])
+                value = value << 8 | byte
+            }
+            return value
+        }
+        if unit.size == 2 {
+            let units = stride(from: 0, to: whole, by: 2).map { UInt16(truncatingIfNeeded: value(at: $0)) }
+            return Array(String(decoding: units, as: UTF16.self).utf8)
+        }
+        var scalars = String.UnicodeScalarView()
+        for index in stride(from: 0, to: whole, by: 4) {
+            scalars.append(Unicode.Scalar(value(at: index)) ?? "\u{FFFD}")
+        }
+        return Array(String(scalars).utf8)
     }
 
     private static func isSpace(_ byte: UInt8) -> Bool {

@@ -349,8 +349,8 @@ final class XMLBodiesTests: XCTestCase {
             var at: [Date]
         }
         let milliseconds = XMLBodyDecoder { $0.dateDecodingStrategy = .millisecondsSince1970 }
-        for decoder in [XMLBodyDecoder(), XMLBodyDecoder { $0.dateDecodingStrategy = .secondsSince1970 }, milliseconds]
-        {
+        let decoders = [XMLBodyDecoder(), XMLBodyDecoder { $0.dateDecodingStrategy = .secondsSince1970 }, milliseconds]
+        for (index, decoder) in decoders.enumerated() {
             for number in ["1e400", "-1E400", "inf", "-inf", "INF", "nan", "NaN", "1e-400", "0x1p-5000"] {
                 for body in ["<event><at>\(number)</at></event>", #"<event at="\#(number)"/>"#] {
                     XCTAssertThrowsError(try decoder.decode(Event.self, from: Data(body.utf8)), body) { error in
@@ -364,6 +364,19 @@ final class XMLBodiesTests: XCTestCase {
                 let list = Data("<events><at>1</at><at>\(number)</at></events>".utf8)
                 XCTAssertThrowsError(try decoder.decode(Events.self, from: list))
             }
+            // Finite, but past what a `Date` prints without stopping the process (`time_t`).
+            let past = index == 2 ? ["1e22", "-1e22"] : ["1e19", "-1e19", "9.3e18"]
+            for number in past {
+                let body = Data("<event><at>\(number)</at></event>".utf8)
+                XCTAssertThrowsError(try decoder.decode(Event.self, from: body), number) { error in
+                    guard case .dataCorrupted(let context)? = error as? DecodingError else {
+                        return XCTFail("not dataCorrupted: \(error)")
+                    }
+                    XCTAssertTrue(context.debugDescription.contains("past any date"), context.debugDescription)
+                }
+            }
+            let farthest = try decoder.decode(Event.self, from: Data("<event><at>253402300799</at></event>".utf8))
+            XCTAssertFalse("\(farthest.at)".isEmpty, "year 9999, a common 'never', decodes and prints")
         }
         for (number, seconds) in [("1700000000", 1_700_000_000.0), ("0", 0), ("-0.0e-400", 0), ("4.9e-324", 0)] {
             let body = Data("<event><at>\(number)</at></event>".utf8)

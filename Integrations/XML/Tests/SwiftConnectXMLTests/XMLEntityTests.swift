@@ -180,5 +180,26 @@ final class XMLEntityTests: XCTestCase {
         let unmarked = try XCTUnwrap(text.data(using: .utf16BigEndian))
         assertRefused(decoded(marked), saying: "declares entities")
         assertRefused(decoded(unmarked), saying: "declares entities")
+        // One byte more, or a lone surrogate: not valid UTF-16, which the parser reads all the same (libxml2 drops
+        // the last unit cut short), so the check reads it so too.
+        assertRefused(decoded(marked + Data([0x0A])), saying: "declares entities")
+        assertRefused(decoded(unmarked + Data([0xD8, 0x00])), saying: "declares entities")
+        let wide = Data([0xFF, 0xFE, 0x00, 0x00]) + (try XCTUnwrap(text.data(using: .utf32LittleEndian)))
+        assertRefused(decoded(wide + Data([0x0A])), saying: "declares entities")
+    }
+
+    /// UTF-7 writes `<` as `+ADw-`: an entity declaration the check reads as text is one to the parser, which decodes
+    /// UTF-7 (libxml2 through iconv). A document in an encoding whose ASCII bytes need not be markup is refused,
+    /// declared in its XML declaration or by the response's charset; one in an encoding that keeps ASCII is read.
+    func testAnEncodingWhoseBytesCanHideMarkupIsRefused() throws {
+        let hidden = #"<!DOCTYPE note [+ADw-!ENTITY e "x"+AD4-]><note><title>a&e;b</title></note>"#
+        for encoding in ["UTF-7", "utf7", "UNICODE-1-1-UTF-7", "ISO-2022-JP", "HZ-GB-2312"] {
+            let declared = Data(#"<?xml version="1.0" encoding="\#(encoding)"?>\#(hidden)"#.utf8)
+            assertRefused(decoded(declared), saying: "need not be the markup")
+        }
+        assertRefused(
+            decoded(Data(hidden.utf8), contentType: "text/xml; charset=UTF-7"), saying: "need not be the markup")
+        let latin = Data(#"<?xml version="1.0" encoding="ISO-8859-1"?><note><title>ab</title></note>"#.utf8)
+        XCTAssertEqual(try decoded(latin).get(), "ab")
     }
 }
