@@ -232,7 +232,7 @@ struct Dialer: Sendable {
         let upstream = ClientBootstrap(group: child.eventLoop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { [host, context, trust] channel in
+            .channelInitializer { [host, context, trust, connectTimeout] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let tls = try NIOSSLClientHandler(
                         context: context, serverHostname: PinnedRoutes.isIPAddress(host) ? nil : host,
@@ -251,7 +251,8 @@ struct Dialer: Sendable {
                             }
                         })
                     try channel.pipeline.syncOperations.addHandler(tls)
-                    try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(promise: handshake))
+                    try channel.pipeline.syncOperations.addHandler(
+                        HandshakeWatcher(promise: handshake, timeout: connectTimeout))
                 }
             }
             .connect(host: PinnedRoutes.bare(address), port: port)
@@ -401,10 +402,29 @@ private final class HandshakeWatcher: ChannelInboundHandler {
     typealias InboundIn = NIOAny
 
     private let promise: EventLoopPromise<Void>
+    /// How long the connection and its handshake may take, as AsyncHTTPClient bounds its own connections' by its
+    /// connect timeout: a server that takes the connection and never answers the handshake would hold the request
+    /// until its deadline (minutes, for a download), where an unpinned host's fails at the connect timeout.
+    private let timeout: TimeAmount
+    private var deadline: Scheduled<Void>?
     private var done = false
 
-    init(promise: EventLoopPromise<Void>) {
+    init(promise: EventLoopPromise<Void>, timeout: TimeAmount) {
         self.promise = promise
+        self.timeout = timeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let watcher = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(in: timeout) {
+            watcher.value.finish(.failure(HTTPClientError.tlsHandshakeTimeout))
+            bound.value.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -426,6 +446,7 @@ private final class HandshakeWatcher: ChannelInboundHandler {
     private func finish(_ result: Result<Void, any Error>) {
         guard !done else { return }
         done = true
+        deadline?.cancel()
         promise.completeWith(result)
     }
 }

@@ -153,6 +153,39 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(try transport.send(request()).wait(timeout: 10).statusCode, 200)
     }
 
+    /// A pinned host that takes the connection but never answers the TLS handshake (a listener that never accepts:
+    /// the kernel completes the TCP handshake) fails at the client's connect timeout, as an unpinned host does, not at
+    /// the request's deadline a minute later.
+    func testAPinnedHostThatNeverAnswersTheHandshakeTimesOutAtTheConnectTimeout() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(listener, 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                bind(listener, socketAddress, length) == 0 && listen(listener, 8) == 0
+                    && getsockname(listener, socketAddress, &length) == 0
+            }
+        }
+        XCTAssertTrue(bound)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        configuration.timeout.connect = .milliseconds(300)
+        let transport = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["127.0.0.1": [otherPin]]))
+        addTeardownBlock { try await transport.shutdown() }
+        let silent = URLRequest(
+            url: try XCTUnwrap(URL(string: "https://127.0.0.1:\(port)/version")), timeoutInterval: 60)
+
+        let error = try failure(of: transport, silent)
+
+        XCTAssertEqual(error.kind, .timedOut, error.description)
+        XCTAssertEqual(error.underlyingError as? HTTPClientError, .tlsHandshakeTimeout, error.description)
+    }
+
     /// A host without pins goes the usual way: AsyncHTTPClient's own connection, HTTP/2 by ALPN.
     func testAnUnpinnedHostGoesDirect() throws {
         let transport = try transport(pinning: ["api.example.com": [otherPin]])
