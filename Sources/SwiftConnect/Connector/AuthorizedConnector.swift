@@ -33,7 +33,8 @@
 ///     // A client without this middleware: the refresh call must not wait for itself.
 ///     authClient.send(RefreshSession(refreshToken: session.refreshToken)).map { .bearer(token: $0.accessToken) }
 /// }
-/// let connect = Connect(middlewares: [auth])  // its connectors need not be AuthorizedConnectors
+/// // Its connectors need not be AuthorizedConnectors; its server is where the credential goes.
+/// let connect = Connect(middlewares: [auth], configuration: ServerConfiguration(host: "api.example.com"))
 /// ```
 public protocol AuthorizedConnector {
     /// The credentials for this request, or `nil` when the route needs none. Read once per call, on the thread that

@@ -22,7 +22,8 @@ import Foundation
 ///     // A client without this middleware: the refresh call must not wait for itself.
 ///     authClient.send(RefreshSession(refreshToken: session.refreshToken)).map { .bearer(token: $0.accessToken) }
 /// }
-/// let connect = Connect(middlewares: [auth])
+/// // With a server, so that the credential goes to it alone (a client without one signs every host's requests).
+/// let connect = Connect(middlewares: [auth], configuration: ServerConfiguration(host: "api.example.com"))
 /// // After signing out:
 /// auth.setCredential(nil)
 /// ```
@@ -75,7 +76,9 @@ import Foundation
 /// API), unless its options say `requiresAuthentication: true`: the credential is the server's. A response from
 /// another origin than the request's, where a redirect led it without the credential, is an answer too: its 401
 /// starts no refresh, and its success does not prove a renewed credential. So is one from the request's own origin
-/// after a redirect through another: the credential stayed behind there and does not come back.
+/// after a redirect through another: the credential stayed behind there and does not come back. A client without a
+/// ``ServerConfiguration`` has no server to tell other hosts from: every request is for its server, and is signed.
+/// Give the client its server for a pre-signed URL to go unsigned.
 ///
 /// ## Invalid credentials
 /// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a file with
