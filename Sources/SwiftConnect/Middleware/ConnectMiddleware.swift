@@ -133,7 +133,11 @@ extension ConnectMiddlewareProtocol {
         let sent: ConnectRequest
         do {
             adapted = try adapt(request.urlRequest)
-            sent = try ConnectRequest(adapted)
+            var converted = try ConnectRequest(adapted)
+            // A `URLRequest` carries no declared secrets (a connector's secret path values): kept from the request,
+            // else the failures and recordings of what the hook sends show them.
+            converted.declaredSecrets = request.declaredSecrets
+            sent = converted
         } catch {
             return Future(error: error)
         }

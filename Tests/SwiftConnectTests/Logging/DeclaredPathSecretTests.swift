@@ -55,6 +55,25 @@ final class DeclaredPathSecretTests: XCTestCase {
         XCTAssertTrue(logger.messages.joined().contains("/password-reset/<redacted>"), logger.messages.joined())
     }
 
+    /// A guide-style middleware (`ConnectMiddlewareProtocol`: it adapts a `URLRequest`, which carries no declared
+    /// secrets) keeps them: the request it hands on was made again from its `URLRequest`, and its failure showed the
+    /// value.
+    func testAnAdaptingMiddlewareKeepsThemHidden() throws {
+        struct Locale: ConnectMiddlewareProtocol {
+            func adapt(_ request: URLRequest) throws -> URLRequest {
+                var request = request
+                request.setValue("fr", forHTTPHeaderField: "Accept-Language")
+                return request
+            }
+        }
+        let transport = FakeTransport.answering(.json(string: #"{"message":"expired"}"#, status: 410))
+        let connect = Connect(transport: transport, middlewares: [Locale()], retryPolicy: nil)
+        let error = try XCTUnwrap(connectError(of: connect.request(route()) as Future<Data>))
+        XCTAssertEqual(error.statusCode, 410)
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "Accept-Language"), "fr")
+        assertHidden(texts(of: error))
+    }
+
     /// A transport's own failure (here a fake's error) and an error raised while the request is built (a timeout of
     /// 0) hide it too, and so does a value that is escaped in the path.
     func testATransportsFailureAndABuildErrorHideIt() throws {
