@@ -123,6 +123,10 @@ extension Connect {
             return Exchange(
                 sent: Future(error: redactsSecrets ? error : ConnectError.showingSecrets(error)), check: nil)
         }
+        if let error = transfer.negativeLimit(sent: request) {
+            return Exchange(
+                sent: Future(error: redactsSecrets ? error : ConnectError.showingSecrets(error)), check: nil)
+        }
         var context = RequestContext(
             method: request.method, connectorName: name, options: contextDefaults.merged(with: requestOptions),
             logger: logger.forCall())

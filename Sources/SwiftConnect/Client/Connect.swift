@@ -601,6 +601,7 @@ extension Connect {
                 throw ConnectError.invalidIdleTimeout(idle, sent: request)
             }
             try adjust?(&request, &transfer)
+            if let error = transfer.negativeLimit(sent: request) { throw error }
         } catch {
             let error = redactsSecrets ? error : ConnectError.showingSecrets(error)
             if debugResponse { logger.log(.debug, DebugOutput.failure(error, for: nil, redacting: redactsSecrets)) }

@@ -355,6 +355,23 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertNil(other.url?.query)
     }
 
+    /// A negative size or redirect limit fails the call unsent, `invalidRequest`, whatever the transport: only the
+    /// engines' exchange refused it, and a fake (or an app's own transport) was sent the request, a size limit of -1
+    /// failing even an empty body as too large.
+    func testANegativeLimitFailsTheCallUnsentOverAnyTransport() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var redirects = RequestOptions()
+        redirects.maxRedirects = -1
+        for options in [RequestOptions(maxResponseBytes: -1), redirects] {
+            let built = connect.response(for: ConnectRequest(url: Self.url), options: options)
+            let connector = connect.request(Route(url: Self.url), options: options)
+            XCTAssertEqual(connectError(of: built)?.kind, .invalidRequest)
+            XCTAssertEqual(connectError(of: connector)?.kind, .invalidRequest)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
     /// A URL made `relativeTo:` a base keeps its base when the client adds its default query items, and a connector's
     /// base URL made so keeps its base when the connector names a port: each was rebuilt from its relative part alone,
     /// with no scheme or host.

@@ -167,17 +167,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         if let bodyFile = transfer.bodyFile, let error = Self.unusableBodyFile(bodyFile, request: .sent(original)) {
             return error
         }
-        if let limit = transfer.maxRedirects, limit < 0 {
-            return ConnectError(
-                .invalidRequest, message: "maxRedirects is \(limit): it counts redirects, 0 to follow none",
-                request: .sent(original))
-        }
-        if let limit = transfer.maxResponseBytes, limit < 0 {
-            return ConnectError(
-                .invalidRequest, message: "maxResponseBytes is \(limit): it counts bytes, 0 for an empty body only",
-                request: .sent(original))
-        }
-        return nil
+        return transfer.negativeLimit(sent: original)
     }
 
     /// Sends each hop until a response that is the answer. For a streamed request, `promise` gets the answer's

@@ -113,6 +113,23 @@ extension ConnectError {
 }
 
 extension TransferOptions {
+    /// The refusal of a negative ``maxRedirects`` or ``maxResponseBytes`` for `request`, or `nil`: checked by the
+    /// client before any stage runs (every transport, a fake's too, gets a call that is sent) and by the engine
+    /// exchange for a transport called directly.
+    func negativeLimit(sent request: ConnectRequest) -> ConnectError? {
+        if let limit = maxRedirects, limit < 0 {
+            return ConnectError(
+                .invalidRequest, message: "maxRedirects is \(limit): it counts redirects, 0 to follow none",
+                request: .sent(request))
+        }
+        if let limit = maxResponseBytes, limit < 0 {
+            return ConnectError(
+                .invalidRequest, message: "maxResponseBytes is \(limit): it counts bytes, 0 for an empty body only",
+                request: .sent(request))
+        }
+        return nil
+    }
+
     /// `seconds` as ``idleTimeout`` takes it: `nil` for `.infinity` (none), so that such a call keeps URLSession's
     /// plain path. A value that is not positive is refused before it gets here.
     static func usableIdleTimeout(_ seconds: TimeInterval?) -> TimeInterval? {
