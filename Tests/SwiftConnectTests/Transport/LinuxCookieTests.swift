@@ -52,6 +52,25 @@ import XCTest
             HTTPCookieStorage.shared.cookies?.first { $0.name == name(suffix) }
         }
 
+        /// Stores the `Secure` cookie `suffix` (named for the test) of `a.example.com`, path `/`, as an https
+        /// response of that host set it; returns its name.
+        private func storeSecure(_ suffix: String, value: String = "1") throws -> String {
+            let secure: [HTTPCookiePropertyKey: Any] = [
+                .name: name(suffix), .value: value, .domain: "a.example.com", .path: "/", .secure: "TRUE",
+            ]
+            HTTPCookieStorage.shared.setCookie(try XCTUnwrap(HTTPCookie(properties: secure)))
+            return name(suffix)
+        }
+
+        /// Has `cookies` keep what a `200` from `url` with `Set-Cookie: setCookie` sets.
+        private func keep(_ setCookie: String, from url: String, in cookies: SessionCookies) throws {
+            let response = try XCTUnwrap(
+                HTTPURLResponse(
+                    url: try XCTUnwrap(URL(string: url)), statusCode: 200, httpVersion: nil,
+                    headerFields: ["Set-Cookie": setCookie]))
+            cookies.keep(from: response, of: nil)
+        }
+
         /// A `Secure` cookie goes over plain http to a loopback host, a secure context as browsers treat it (a
         /// developer's local server), which may set one too; no other plain-http host gets one or sets one (the
         /// session's part asked directly: the test reaches no host but loopback).
@@ -240,19 +259,11 @@ import XCTest
         /// session's part asked directly, for a host that is not loopback (the test's server is: a secure origin for
         /// cookies, which may replace them).
         func testAPlainHTTPResponseNeitherReplacesNorDeletesASecureCookie() throws {
-            let sid = name("sid")
+            let sid = try storeSecure("sid")
             let other = name("other")
-            let secure: [HTTPCookiePropertyKey: Any] = [
-                .name: sid, .value: "1", .domain: "a.example.com", .path: "/", .secure: "TRUE",
-            ]
-            HTTPCookieStorage.shared.setCookie(try XCTUnwrap(HTTPCookie(properties: secure)))
             let cookies = SessionCookies(storage: .shared, accepts: true, sends: true)
-            let url = try XCTUnwrap(URL(string: "http://a.example.com/toss"))
             for setCookie in ["\(sid)=evil; Path=/, \(other)=1; Path=/", "\(sid)=; Max-Age=0; Path=/"] {
-                let response = try XCTUnwrap(
-                    HTTPURLResponse(
-                        url: url, statusCode: 200, httpVersion: nil, headerFields: ["Set-Cookie": setCookie]))
-                cookies.keep(from: response, of: nil)
+                try keep(setCookie, from: "http://a.example.com/toss", in: cookies)
             }
             let kept = try XCTUnwrap(stored("sid"), "a plain-http response deleted the Secure cookie")
             XCTAssertTrue(kept.isSecure)
@@ -264,11 +275,7 @@ import XCTest
         /// `d` of path `/si` are one key there. A plain-http response setting (or deleting) the second replaced the
         /// stored `Secure` `sid`, and a later `sid=evil` passed, no `Secure` one left to guard.
         func testAPlainHTTPCookieWhoseStorageKeyIsASecureOnesLeavesItAlone() throws {
-            let sid = name("sid")
-            let secure: [HTTPCookiePropertyKey: Any] = [
-                .name: sid, .value: "1", .domain: "a.example.com", .path: "/", .secure: "TRUE",
-            ]
-            HTTPCookieStorage.shared.setCookie(try XCTUnwrap(HTTPCookie(properties: secure)))
+            let sid = try storeSecure("sid")
             defer {
                 let storage = HTTPCookieStorage.shared
                 storage.cookies?.filter { $0.name == "d" && $0.domain == "a.example.com" }.forEach(storage.deleteCookie)
@@ -280,11 +287,7 @@ import XCTest
                 "d=x; Path=/\(collider)", "d=; Max-Age=0; Path=/\(collider)", "\(sid)=evil; Path=/",
             ]
             for (index, setCookie) in setCookies.enumerated() {
-                let url = try XCTUnwrap(URL(string: "http://a.example.com/\(collider)/toss\(index)"))
-                let response = try XCTUnwrap(
-                    HTTPURLResponse(
-                        url: url, statusCode: 200, httpVersion: nil, headerFields: ["Set-Cookie": setCookie]))
-                cookies.keep(from: response, of: nil)
+                try keep(setCookie, from: "http://a.example.com/\(collider)/toss\(index)", in: cookies)
             }
             let kept = try XCTUnwrap(stored("sid"), "a plain-http response deleted the Secure cookie")
             XCTAssertTrue(kept.isSecure)
@@ -296,11 +299,7 @@ import XCTest
         /// storage refused its cookie, but the call's redirect cookies kept it and wrote it into the next hop's
         /// `Cookie` header, where the storage's cookie of its name gave way to it (counted as the caller's own).
         func testARedirectOverPlainHTTPDoesNotReplaceAStoredSecureCookieOnTheNextHop() throws {
-            let sid = name("sid")
-            let secure: [HTTPCookiePropertyKey: Any] = [
-                .name: sid, .value: "good", .domain: "a.example.com", .path: "/", .secure: "TRUE",
-            ]
-            HTTPCookieStorage.shared.setCookie(try XCTUnwrap(HTTPCookie(properties: secure)))
+            let sid = try storeSecure("sid", value: "good")
             let configuration = URLSessionConfiguration.default
             configuration.httpCookieStorage = .shared
             var jar = RedirectCookieConsent(configuration).redirectCookies()
