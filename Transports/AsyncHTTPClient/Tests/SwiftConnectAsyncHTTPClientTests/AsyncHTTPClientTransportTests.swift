@@ -120,20 +120,29 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         let head = "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
         let answer = Data("\(head)\(String(gzip.count, radix: 16))\r\n".utf8) + gzip + Data("\r\n0\r\n\r\n".utf8)
         server.route("GET", "/transfer-coded") { _ in LocalServer.Response().withFault(.raw(answer)) }
+
+        try await assertDecodedByTheCoreAndRefusedWhenDecompressing("/transfer-coded", saying: "transfer coding gzip")
+    }
+
+    /// Sends `path`, whose answer is "hello" coded, over a transport without AsyncHTTPClient's decompression (the
+    /// core decodes it) and one with it (which refuses it, saying `words`).
+    private func assertDecodedByTheCoreAndRefusedWhenDecompressing(
+        _ path: String, saying words: String, file: StaticString = #filePath, line: UInt = #line
+    ) async throws {
         var decompressing = AsyncHTTPClientTransport.defaultConfiguration
         decompressing.decompression = .enabled(limit: .ratio(100))
         let transports = [AsyncHTTPClientTransport(), AsyncHTTPClientTransport(configuration: decompressing)]
-
         var results: [Result<ConnectResponse, any Error>] = []
         for transport in transports {
-            results.append(await transport.send(request("/transfer-coded")).resultValue)
+            results.append(await transport.send(request(path)).resultValue)
             try await transport.shutdown()
         }
-
-        XCTAssertEqual(try results[0].get().data, Data("hello".utf8), "decoded by the core")
-        guard case .failure(let error as ConnectError) = results[1] else { return XCTFail("\(results[1])") }
-        XCTAssertEqual(error.kind, .transport, "\(error)")
-        XCTAssertTrue(error.message.contains("transfer coding gzip"), error.message)
+        XCTAssertEqual(try results[0].get().data, Data("hello".utf8), "decoded by the core", file: file, line: line)
+        guard case .failure(let error as ConnectError) = results[1] else {
+            return XCTFail("\(results[1])", file: file, line: line)
+        }
+        XCTAssertEqual(error.kind, .transport, "\(error)", file: file, line: line)
+        XCTAssertTrue(error.message.contains(words), error.message, file: file, line: line)
     }
 
     /// With AsyncHTTPClient's decompression on, a body in several content codings is refused, naming them: SwiftNIO's
@@ -146,20 +155,9 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         server.route("GET", "/layered") { _ in
             LocalServer.Response.data(gzip, contentType: "text/plain").withHeader("Content-Encoding", "identity, gzip")
         }
-        var decompressing = AsyncHTTPClientTransport.defaultConfiguration
-        decompressing.decompression = .enabled(limit: .ratio(100))
-        let transports = [AsyncHTTPClientTransport(), AsyncHTTPClientTransport(configuration: decompressing)]
 
-        var results: [Result<ConnectResponse, any Error>] = []
-        for transport in transports {
-            results.append(await transport.send(request("/layered")).resultValue)
-            try await transport.shutdown()
-        }
-
-        XCTAssertEqual(try results[0].get().data, Data("hello".utf8), "decoded by the core")
-        guard case .failure(let error as ConnectError) = results[1] else { return XCTFail("\(results[1])") }
-        XCTAssertEqual(error.kind, .transport, "\(error)")
-        XCTAssertTrue(error.message.contains("several codings in turn (identity, gzip)"), error.message)
+        try await assertDecodedByTheCoreAndRefusedWhenDecompressing(
+            "/layered", saying: "several codings in turn (identity, gzip)")
     }
 
     /// A transport released without `shutdown()`, right after its request, shuts its client down by itself:
