@@ -466,9 +466,9 @@ struct RedirectCookies: Sendable {
 
     /// Whether `cookie`, set by a response from `url`, would replace or shadow a `Secure` cookie of the transport's
     /// storage (``CookieRules/overwritesSecureCookie(_:setBy:in:now:)``); the storage is read only for a cookie that
-    /// is not `Secure`, set over plain http (a loopback host's, which counts as secure, there decided).
+    /// is not `Secure`, set over plain http.
     private func overwritesStoredSecureCookie(_ cookie: HTTPCookie, setBy url: URL, now: Date) -> Bool {
-        guard let stored, !cookie.isSecure, url.scheme?.lowercased() != "https" else { return false }
+        guard let stored, !cookie.isSecure, !CookieRules.isSecure(url) else { return false }
         return CookieRules.overwritesSecureCookie(cookie, setBy: url, in: stored(), now: now)
     }
 
