@@ -116,6 +116,36 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 7, "removing the key removed every user's copy")
     }
 
+    /// Credentials in the URL (user info, a secret query item) key the response too: removing the key the app knows
+    /// for the resource, without them, forgets every user's copy, as for credentials in headers. The URL's other
+    /// query items still tell resources apart.
+    func testRemovingAKeyForgetsTheResponsesOfEveryCredentialInTheURL() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let cache = ResponseCache()
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        let urls = [
+            "https://amy:pw@api.example.com/me", "https://api.example.com/me?access_token=T1",
+            "https://api.example.com/me?access_token=T2", "https://api.example.com/me?page=2&api_key=K",
+        ]
+        func getAll() throws {
+            for url in urls {
+                _ = try connect.response(for: ConnectRequest(url: try XCTUnwrap(URL(string: url))), options: rule)
+                    .wait(timeout: 5)
+            }
+        }
+        try getAll()
+        try getAll()
+        XCTAssertEqual(transport.requests.count, 4, "each stored under its own credentials")
+
+        cache.removeResponse(forKey: "GET https://api.example.com/me")
+        try getAll()
+        XCTAssertEqual(transport.requests.count, 7, "the three of /me fetched again; /me?page=2 is another resource")
+        cache.removeResponse(forKey: "GET https://api.example.com/me?page=2")
+        try getAll()
+        XCTAssertEqual(transport.requests.count, 8)
+    }
+
     /// A custom key replaces the method and URL, not the credentials in the URL: two users whose token is a query
     /// item are stored apart under one custom key, and neither is served the other's response.
     func testACustomKeyKeepsUsersWithATokenInTheQueryApart() throws {

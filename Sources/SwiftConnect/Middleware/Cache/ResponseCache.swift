@@ -501,6 +501,7 @@ public final class ResponseCache: Sendable {
 
     /// Forgets the responses stored under `key`, for every set of credentials, every body and every virtual host: the
     /// key as a rule names it, without the `" host:"`, `" body:"` and `" credentials:"` parts the cache adds to it
+    /// (a URL's own credentials, user info or a secret query item such as `access_token`, may be left out too)
     /// (``key(for:rule:)-(ConnectRequest,_)``). As after ``removeAll()``, a revalidation of that key in flight whose
     /// `304` comes later sends its request again, without conditions; the fetches of other keys are not affected.
     ///
@@ -511,7 +512,14 @@ public final class ResponseCache: Sendable {
             state.withLock { state in
                 // This key's fetches in flight only: a revalidation of another key still serves its 304.
                 state.noteRemoval(of: key)
-                for stored in Array(state.entries.keys) where Self.isKey(stored, orVariantOf: key) {
+                // A response to a URL that carries credentials is kept in memory only, under its URL's credentials:
+                // the key the app knows (without them) finds it too, for every set of them.
+                let bare = Self.withoutURLCredentials(key)
+                for stored in Array(state.entries.keys)
+                where Self.isKey(stored, orVariantOf: key)
+                    || (stored.contains(Self.credentialsMarker)
+                        && Self.isKey(Self.withoutURLCredentials(stored), orVariantOf: bare))
+                {
                     state.remove(stored)
                 }
             }
@@ -589,6 +597,31 @@ public final class ResponseCache: Sendable {
         let written = [host, "[\(host)]"]
         let authorities = written + (request.url.port.map { port in written.map { "\($0):\(port)" } } ?? [])
         return authorities.contains(field) ? nil : field
+    }
+
+    /// `key`, read as a method and a URL (then the key's other parts), with its URL's credentials left out: user info,
+    /// and the query items whose names are secret (`access_token`, `api_key`, as redaction judges them); `key` itself
+    /// when its URL carries none, or it reads as no method and URL (a rule's custom key).
+    static func withoutURLCredentials(_ key: String) -> String {
+        guard let space = key.firstIndex(of: " ") else { return key }
+        let rest = key[key.index(after: space)...]
+        let end =
+            [hostMarker, bodyMarker, credentialsMarker].compactMap { rest.range(of: $0)?.lowerBound }.min()
+            ?? rest.endIndex
+        guard var components = URLComponents(string: String(rest[..<end])), components.scheme != nil else {
+            return key
+        }
+        let items = components.percentEncodedQueryItems ?? []
+        let kept = items.filter { !Redaction.isSensitiveQueryItem(Redaction.formDecoded(Substring($0.name))) }
+        guard
+            components.percentEncodedUser != nil || components.percentEncodedPassword != nil
+                || kept.count < items.count
+        else { return key }
+        components.percentEncodedUser = nil
+        components.percentEncodedPassword = nil
+        if kept.count < items.count { components.percentEncodedQueryItems = kept.isEmpty ? nil : kept }
+        guard let url = components.string else { return key }
+        return key[...space] + url + rest[end...]
     }
 
     /// What separates a key from the `Host` field that names another authority than its URL's.
