@@ -123,10 +123,11 @@ let patient = Connect(middlewares: [AppVersionMiddleware()], retryPolicy: RetryP
 let flaky = try patient.request(Route("/flaky", baseURL: Demo.baseURL)).decoded(toType: [String: Int].self).wait()
 print("/flaky answered on attempt \(flaky["attempt"] ?? 0) (two 503s were retried)")
 
+let apiServer = ServerConfiguration(baseURL: Demo.baseURL)
 let auth = AuthenticationMiddleware(credential: .bearer(token: "expired-token")) { _ in
     Future(value: .bearer(token: "fresh-token"))  // call your token endpoint here
 }
-let signedIn = Connect(middlewares: [auth])
+let signedIn = Connect(middlewares: [auth], configuration: apiServer)
 let secret = try signedIn.request(Route("/secure", baseURL: Demo.baseURL)).decoded(toType: [String: String].self).wait()
 print("After one refresh:", secret, "— credential now", auth.credential?.description ?? "none")
 

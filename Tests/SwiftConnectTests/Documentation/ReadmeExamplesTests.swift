@@ -251,7 +251,9 @@ final class ReadmeExamplesTests: XCTestCase {
         let transport = FakeTransport()
         transport.stub(.post, "/v1/tokens", with: .status(201))
         let gatePassword = "open sesame"
-        let gated = Connect(middlewares: [.basicAuthentication(username: "gate", password: gatePassword)])
+        let apiServer = ServerConfiguration(host: "api.test")
+        let gated = Connect(
+            middlewares: [.basicAuthentication(username: "gate", password: gatePassword)], configuration: apiServer)
         let signIn = Route("/v1/tokens", method: .post, options: RequestOptions(requiresAuthentication: false))
 
         let connect = Connect(
