@@ -133,7 +133,7 @@ extension HTTPHeader {
         "authorization", "authentication", "cookie", "token", "secret", "password", "passwd", "apikey", "accesskey",
         "authkey", "subscriptionkey", "functionskey", "credential", "session", "signature", "private", "dpop",
         "codeverifier", "assertion", "passphrase", "appkey", "applicationkey", "licensekey", "masterkey", "adminkey",
-        "clientkey", "signingkey", "encryptionkey",
+        "clientkey", "signingkey", "encryptionkey", "devicecode",
     ]
 
     /// Whether a header with this name carries a secret: its value is hidden in logs, descriptions and cURL

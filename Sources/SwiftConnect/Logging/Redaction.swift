@@ -464,14 +464,16 @@ package enum Redaction {
         return nil
     }
 
-    /// Whether a query item (or form field) with this name holds a secret: a sensitive field name, or a name too
-    /// short to match as a fragment of longer names that holds a secret when it is the whole name: an API key
-    /// (`?key=`), a signed URL's signature (`?sig=`) and an OAuth authorization code (`?code=`, in the redirect back
-    /// from the authorization server and in the token request that spends it, RFC 6749 §4.1). A JSON body's `code`
-    /// (an error's `{"code": 42}`) is not one: JSON fields go by ``isSensitiveField(_:)``.
+    /// Whether a query item (or form field, or multipart form part) with this name holds a secret: a sensitive field
+    /// name, or a name too short or too common to match as a fragment of longer names that holds a secret when it is
+    /// the whole name: an API key (`?key=`, `?appid=` as OpenWeatherMap and Wolfram|Alpha take it), a signed URL's
+    /// signature (`?sig=`), an ID token (`?auth=`, Firebase's) and an OAuth authorization code (`?code=`, in the
+    /// redirect back from the authorization server and in the token request that spends it, RFC 6749 §4.1). A JSON
+    /// body's `code` (an error's `{"code": 42}`) or `auth` object is not one: JSON fields go by
+    /// ``isSensitiveField(_:)``.
     package static func isSensitiveQueryItem(_ name: String) -> Bool {
-        isSensitiveField(name) || HTTPHeader.asciiCaseInsensitiveEquals(name, "key")
-            || HTTPHeader.asciiCaseInsensitiveEquals(name, "sig") || HTTPHeader.asciiCaseInsensitiveEquals(name, "code")
+        isSensitiveField(name)
+            || ["key", "sig", "code", "auth", "appid"].contains { HTTPHeader.asciiCaseInsensitiveEquals(name, $0) }
     }
 
     /// The deepest JSON that logs parse and re-serialise. Both recurse once per level, and Foundation's writer
@@ -791,7 +793,10 @@ package enum Redaction {
         guard let headEnd = part.range(of: "\r\n\r\n") else { return nil }
         let disposition = part[..<headEnd.lowerBound].components(separatedBy: "\r\n")
             .first { $0.lowercased().hasPrefix("content-disposition:") }
-        guard let disposition, let name = HeaderParameters.value(of: "name", in: disposition), isSensitiveField(name)
+        // A form field, as in a URL-encoded body: `key`, `code`, `sig` too (`upload(files:fields:)` turns a form's
+        // fields into parts).
+        guard let disposition, let name = HeaderParameters.value(of: "name", in: disposition),
+            isSensitiveQueryItem(name)
         else {
             return nil
         }

@@ -353,7 +353,8 @@ enum RecordingRedaction {
         guard let disposition, let name = SwiftConnect.HeaderParameters.value(of: "name", in: disposition) else {
             return false
         }
-        return HTTPHeader.isSensitive(name: name)
+        // A form field, as the logs judge it: `key`, `code`, `sig` too.
+        return Redaction.isSensitiveQueryItem(name)
     }
 
     /// A response's header fields with secrets replaced: a cookie's value in `Set-Cookie` (name and attributes kept,

@@ -20,19 +20,30 @@ final class RecordingBodySecretsTests: XCTestCase {
     private let binaryPart: [UInt8] = [0x89, 0x50, 0xFF, 0xFE, 0x00]
 
     /// A multipart upload with a `password` field and a binary file part, boundary `XyZ`.
-    private func upload(password: String) -> Data {
+    private func upload(password: String, name: String = "password") -> Data {
         var body = Data(
-            ("--XyZ\r\nContent-Disposition: form-data; name=\"password\"\r\n\r\n\(password)\r\n"
+            ("--XyZ\r\nContent-Disposition: form-data; name=\"\(name)\"\r\n\r\n\(password)\r\n"
                 + "--XyZ\r\nContent-Disposition: form-data; name=\"f\"; filename=\"a.png\"\r\n\r\n").utf8)
         body.append(contentsOf: binaryPart)
         body.append(Data("\r\n--XyZ--\r\n".utf8))
         return body
     }
 
-    private func multipartRequest(password: String) throws -> ConnectRequest {
+    private func multipartRequest(password: String, name: String = "password") throws -> ConnectRequest {
         try connectRequest(
             .post, "http://api.test/upload", headers: [.contentType: "multipart/form-data; boundary=XyZ"],
-            body: upload(password: password))
+            body: upload(password: password, name: name))
+    }
+
+    /// A part named as a form's secret field is (`key`, as `upload(files:fields:)` sends a form's `key` field):
+    /// hidden in the file, as in the logs.
+    func testAPartNamedKeyIsHidden() throws {
+        let file = folder.appendingPathComponent("key.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: FakeTransport.answering(.status(200)), mode: .record)
+        _ = try recorder.send(
+            multipartRequest(password: "imgbb-KEY-123456", name: "key"), transfer: TransferOptions()
+        ).wait()
+        XCTAssertFalse(try String(contentsOf: file, encoding: .utf8).contains("imgbb-KEY-123456"))
     }
 
     func testAPasswordBesideABinaryFilePartIsHiddenAndTheFileKeptAsItIs() throws {

@@ -31,6 +31,31 @@ final class OAuthNamesRedactionTests: XCTestCase {
         XCTAssertEqual(shown(#"{"code":"invalid_grant"}"#), #"{"code":"invalid_grant"}"#)
     }
 
+    /// RFC 8628's device code (exchanged for the tokens), Firebase's `?auth=` ID token and an `?appid=` API key are
+    /// hidden; a form's `key` field stays hidden when `upload(files:fields:)` sends it as a multipart part.
+    func testADeviceCodeAnAuthQueryItemAnAppIDAndAMultipartKeyAreHidden() throws {
+        let polling = shown(
+            "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code&device_code=GmRhmhcxhwAz&client_id=1",
+            "application/x-www-form-urlencoded")
+        XCTAssertFalse(polling.contains("GmRhmhcxhwAz"), polling)
+        XCTAssertFalse(shown(#"{"device_code":"GmRhmhcxhwAz","user_code":"WDJB-MJHT"}"#).contains("GmRhmhcxhwAz"))
+        let firebase = Redaction.urlText("https://x.firebaseio.com/u.json?auth=eyJhbGciOiJSUzI1NiJ9abc&print=pretty")
+        XCTAssertEqual(firebase, "https://x.firebaseio.com/u.json?auth=<redacted>&print=pretty")
+        XCTAssertEqual(
+            Redaction.urlText("https://api.example/weather?q=Oslo&appid=0f1e2d3c"),
+            "https://api.example/weather?q=Oslo&appid=<redacted>")
+        // A JSON `auth` object is read by its own fields.
+        XCTAssertEqual(shown(#"{"auth":{"type":"oauth"}}"#), #"{"auth":{"type":"oauth"}}"#)
+
+        var form = MultipartFormData(boundary: "b0undary")
+        form.append(field: "key", value: "imgbb-KEY-123456")
+        form.append(field: "note", value: "rows")
+        let body = try form.encodedData()
+        let multipart = shown(String(decoding: body, as: UTF8.self), "multipart/form-data; boundary=b0undary")
+        XCTAssertFalse(multipart.contains("imgbb-KEY-123456"), multipart)
+        XCTAssertTrue(multipart.contains("rows"), multipart)
+    }
+
     func testTheCodeASecretRequestSentIsHiddenWhereTheServerEchoesIt() {
         var request = URLRequest(url: URL(string: "https://auth.example/token")!)
         request.httpMethod = "POST"
