@@ -68,6 +68,6 @@ let package = Package(
             path: "Benchmarks/SwiftConnectBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v5)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
     ]
 )
