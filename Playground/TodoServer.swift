@@ -22,6 +22,13 @@ enum Demo {
 
     /// Where the demo's connectors point, in place of a real API's URL.
     static var baseURL: URL { server.baseURL }
+
+    /// Ends the Playground with status 1 when an example did not do what it shows: CI runs `swift run Playground`,
+    /// and a demo that regressed must fail it rather than print and go on.
+    static func unexpected(_ what: String) -> Never {
+        FileHandle.standardError.write(Data("Playground: unexpected outcome: \(what)\n".utf8))
+        exit(1)
+    }
 }
 
 struct Todo: Codable, Sendable {

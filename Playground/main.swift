@@ -78,6 +78,7 @@ struct LegacyErrorHandler: ErrorHandlerProtocol {
 let legacy = Connect(middleware: ConnectMiddleware(), errorHandler: LegacyErrorHandler())
 do {
     _ = try legacy.request(LegacyEndpoint()).wait()
+    Demo.unexpected("LegacyEndpoint succeeded; its handler should have failed it")
 } catch let error as LegacyError {
     print("LegacyError code \(error.code): \(error.reason)")
 }
@@ -87,6 +88,7 @@ do {
 section("5. Authorization")
 do {
     _ = try Connect.default.send(GetProfile(token: nil)).wait()
+    Demo.unexpected("GetProfile without a token succeeded")
 } catch let error as ConnectError {
     print("Without a token: HTTP \(error.statusCode ?? 0), \(error.message)")
 }
@@ -100,12 +102,15 @@ let slow = Connect.default.request(SlowEndpoint())
 slow.cancel()
 if case .failure(let error as ConnectError) = try slow.waitForResult() {
     print("Cancelled one request:", error.kind)
+} else {
+    Demo.unexpected("a cancelled request did not fail with a ConnectError")
 }
 let client = Connect()
 let pending = (0..<5).map { _ in client.request(SlowEndpoint()) }
 client.cancelAllRequests()
 let cancelled = pending.filter { (try? $0.waitForResult())?.isCancellation == true }.count
 print("cancelAllRequests() cancelled \(cancelled) of \(pending.count) requests")
+if cancelled != pending.count { Demo.unexpected("cancelAllRequests() left \(pending.count - cancelled) requests") }
 
 // MARK: 7. Middleware, retries and token refresh
 
@@ -207,7 +212,7 @@ switch try impatient.request(Route("/todos/1", baseURL: URL(string: "https://api
 case .failure(let error as ConnectError):
     print("Fail fast while offline:", error.kind, "(nothing sent)")
 case let outcome:
-    print("Fail fast while offline: unexpected outcome", outcome)
+    Demo.unexpected("fail fast while offline: \(outcome)")
 }
 
 // MARK: 11. Record once, replay for ever
