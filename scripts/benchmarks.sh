@@ -672,6 +672,13 @@ for area in ["Futures", "Pipeline", "Loopback", "Transfers"]:
                         f"{1e9 / cp:,.0f} / {1e9 / rp:,.0f} | {fmt_time(cp)} / {fmt_time(rp)} | – | – | – | "
                         f"{fmt_ratio(ratio(rp, cp))} | – |")
                 continue
+            turns = p50(n, "PendingturnsSwiftConnecttime(ns)") if "interleaved" in variant else None
+            if turns is not None:
+                # One operation is many chains of both futures taking turns (per chain already): one chain of each.
+                minimal_turn = p50(n, "Pendingturnsminimaltime(ns)")
+                out(f"| {case} | {variant}: SwiftConnect / minimal, per chain | {fmt_time(turns)} / "
+                    f"{fmt_time(minimal_turn)} | – | – | – | {fmt_ratio(ratio(minimal_turn, turns))} |")
+                continue
             if "interleaved" in variant and paired_ns(n, "connect") is not None:
                 # One operation is a Connect request plus a hand-written one: show the two times instead.
                 ways = "by hand / by hand" if variant.startswith("control") else "Connect / by hand"
