@@ -48,7 +48,7 @@ final class SocketEngineCancellationTests: XCTestCase {
                     $0 += piece.count
                     return $0
                 }
-                if count >= 64 << 10, arrived.succeed(()) { cancelled.wait(timeout: 10) }
+                if count >= 64 << 10, arrived.completeIfPending(with: .success(())) { cancelled.wait(timeout: 10) }
             }
             return .status(200)
         }
@@ -119,7 +119,7 @@ final class SocketEngineCancellationTests: XCTestCase {
         let connect = Connect(transport: SocketEngine(), retryPolicy: nil)
         let request = ConnectRequest(method: .get, url: server.baseURL.appendingPathComponent("endless"))
         let task = Task {
-            for try await _ in connect.stream(request) { _ = received.succeed(()) }
+            for try await _ in connect.stream(request) { _ = received.completeIfPending(with: .success(())) }
         }
         try await received.future.value(timeout: 10)
         task.cancel()

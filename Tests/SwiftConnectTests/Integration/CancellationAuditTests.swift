@@ -156,7 +156,7 @@ final class CancellationAuditTests: IntegrationTestCase {
         var request = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("held"))
         request.body = .stream(ConnectRequest.OneShotStream(producer))
         let call = Connect(transport: transport, retryPolicy: nil).response(for: request)
-        defer { _ = reading.succeed(()) }
+        defer { _ = reading.completeIfPending(with: .success(())) }
         try arrived.future.wait(timeout: 10)
         try producer.taken.future.wait(timeout: 10)
         call.cancel()
@@ -188,7 +188,9 @@ final class CancellationAuditTests: IntegrationTestCase {
         let received = Promise<Void>()
         let call = connect.request(
             Route("/endless", baseURL: server.baseURL),
-            options: RequestOptions(progress: { if $0.bytesReceived > 0 { _ = received.succeed(()) } }))
+            options: RequestOptions(progress: {
+                if $0.bytesReceived > 0 { _ = received.completeIfPending(with: .success(())) }
+            }))
         try received.future.wait(timeout: 10)
         call.cancel()
         assertCancelled(call)

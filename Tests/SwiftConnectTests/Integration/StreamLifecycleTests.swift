@@ -159,7 +159,7 @@ extension StreamLifecycleTests {
                         $0 += chunk.count
                         return $0
                     }
-                    if total >= 1 << 20 { megabyte.succeed(()) }
+                    if total >= 1 << 20 { megabyte.completeIfPending(with: .success(())) }
                 }
                 closed.succeed(chunks)
             }
@@ -169,7 +169,7 @@ extension StreamLifecycleTests {
         let first = Promise<Void>()
         let task = Task {
             for try await _ in connect.stream(route).events {
-                first.succeed(())
+                first.completeIfPending(with: .success(()))
                 try await megabyte.future.value
             }
         }

@@ -179,7 +179,7 @@ final class GeneratedClientTests: XCTestCase {
                     while let piece = body.read(maxBytes: 64 << 10) {
                         hash.update(piece)
                         count += piece.count
-                        if count >= first.count { _ = firstArrived.succeed(()) }
+                        if count >= first.count { _ = firstArrived.completeIfPending(with: .success(())) }
                     }
                     return .json(string: #"{"bytes":\#(count),"sha256":"\#(hash.hexDigest)"}"#)
                 }

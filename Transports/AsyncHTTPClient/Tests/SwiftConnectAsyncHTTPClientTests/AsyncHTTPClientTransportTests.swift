@@ -226,7 +226,7 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
                 for try await part in stream { count += part.count }
                 _ = streamEnded.succeed(.success(count))
             } catch {
-                _ = opened.succeed(())
+                _ = opened.completeIfPending(with: .success(()))
                 _ = streamEnded.succeed(.failure(error))
             }
         }
