@@ -622,6 +622,7 @@ extension ConnectError {
 /// ``ConnectError/Kind/cancelled`` and ``FutureError/timedOut(after:)`` as ``ConnectError/Kind/timedOut``, so
 /// that `(error as? ConnectError)?.isCancelled` holds wherever in the chain the request was cancelled.
 extension ConnectResponse: FutureErrorReporting {
+    @usableFromInline
     static func reportedError(for error: FutureError) -> any Error {
         switch error {
         case .cancelled: ConnectError.cancelled()

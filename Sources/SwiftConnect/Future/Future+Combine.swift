@@ -242,6 +242,10 @@ final class CombinedInputs: CancellableFuture {
     var pendingUpstream: (any CancellableFuture)? {
         followsFirst ? inputs.first?.future : nil
     }
+
+    func reporterForDerived() -> (any FutureErrorReporting.Type)? {
+        pendingUpstream?.reporterForDerived()
+    }
 }
 
 /// The values gathered so far by ``Future/all(_:)`` (and the results, by ``Future/allSettled(_:)``).

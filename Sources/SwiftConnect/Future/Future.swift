@@ -107,6 +107,10 @@ public final class Future<Value: Sendable>:
     @usableFromInline final let callbackQueue: DispatchQueue?
     @usableFromInline final var cancelHandler: (@Sendable () -> Void)?
     @usableFromInline final weak var upstream: (any CancellableFuture)?
+    /// The value type that reports this chain's ``FutureError``s (``reported(_:)``), learnt from the future this one
+    /// was made from when it was linked to it: the link is weak and cleared on completion, so once a stage before it
+    /// completed and was freed, a cancel or timeout reaching this one would no longer find its chain's type.
+    @usableFromInline final var chainReporter: (any FutureErrorReporting.Type)?
     /// The callbacks registered while pending; on completion, the ones still to run (by the completing thread, or by
     /// one that adds a callback before that thread reaches them).
     @usableFromInline final var callbacks = Callbacks()
@@ -269,6 +273,9 @@ protocol CancellableFuture: AnyObject, Sendable {
     func ownReport(of error: FutureError) -> (any Error)?
     /// The future this one waits on, while it is pending.
     var pendingUpstream: (any CancellableFuture)? { get }
+    /// The value type that reports ``FutureError``s for a future made from this one: this one's own, if it reports
+    /// them, else the one its chain learnt (``Future/chainReporter``).
+    func reporterForDerived() -> (any FutureErrorReporting.Type)?
     /// Cancels this future as an input of a combination whose cancel handler runs (``Future/cancelAsInput()``).
     func cancelAsInput()
     /// The futures a combination waits on (``CombinedInputs``); `nil` for a future, which waits on its
@@ -519,10 +526,13 @@ extension Future: DrainableFuture, CancellableFuture {
     @inlinable
     func setUpstream(_ future: any CancellableFuture) {
         guard let lock else { return }
+        let reporter = future.reporterForDerived()
         let cancelNow: Bool = lock.withLock {
             switch state {
             case .pending:
                 upstream = future
+                // A later link (a `flatMap`'s step) that knows none keeps the one learnt first.
+                if let reporter { chainReporter = reporter }
                 return false
             case .resolved:
                 return wasCancelled
@@ -679,7 +689,9 @@ extension Future {
             if let reported = future.ownReport(of: error) { return reported }
             next = future.pendingUpstream
         }
-        return error
+        // The walk ended at a stage that completed (its link cleared) or was freed: the type learnt when linked.
+        guard let lock, let reporter = lock.withLock({ chainReporter }) else { return error }
+        return reporter.reportedError(for: error)
     }
 
     /// `error` as futures of `Value` report it, if `Value` reports such errors.
@@ -696,6 +708,13 @@ extension Future {
     var pendingUpstream: (any CancellableFuture)? {
         guard let lock else { return nil }
         return lock.withLock { upstream }
+    }
+
+    @usableFromInline
+    func reporterForDerived() -> (any FutureErrorReporting.Type)? {
+        if let own = Value.self as? any FutureErrorReporting.Type { return own }
+        guard let lock else { return nil }
+        return lock.withLock { chainReporter }
     }
 
     @usableFromInline

@@ -42,6 +42,7 @@ public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
 /// A future reports `cancelled` and `timedOut` through its own value type, if it conforms, or else through that
 /// of the nearest future it waits on that does (``Future/reported(_:)``): everything chained on a future of a
 /// conforming type reports them alike. Nothing else about the value is looked at.
+@usableFromInline
 protocol FutureErrorReporting {
     /// The error a future of this type fails with instead of `error`.
     static func reportedError(for error: FutureError) -> any Error

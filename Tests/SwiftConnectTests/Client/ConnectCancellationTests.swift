@@ -71,6 +71,40 @@ final class ConnectCancellationTests: XCTestCase {
         XCTAssertEqual(transport.cancellations.value, 3, "every request's transport future was cancelled")
     }
 
+    /// A cancel or timeout that lands after the request's own stages completed (the answer decoded, the caller's
+    /// `map` waiting on its `receive(on:)` queue) still fails with `ConnectError`, as README promises for "any future
+    /// of a request's chain": a completed stage lets go of the stage before it, so the chain's type could not be
+    /// found by walking back from where the cancel landed. (A request answered before its future was made, as a
+    /// `FakeTransport` answers, is a future created complete, which keeps no chain: its later stages report
+    /// `FutureError`.)
+    func testACancelAfterTheAnswerWasDecodedFailsWithConnectError() throws {
+        // Given: typed calls answered and decoded, their callers' `map`s waiting on a suspended queue (the callers
+        // hear of the outcome on another queue)
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let held = DispatchQueue(label: "ConnectCancellationTests.held")
+        held.suspend()
+        defer { held.resume() }
+        let caller = DispatchQueue(label: "ConnectCancellationTests.caller")
+        let first = connect.send(ClientFixtures.GetTodo(id: 1))
+        let title = first.receive(on: held).map { $0.title }.receive(on: caller)
+        let second = connect.send(ClientFixtures.GetTodo(id: 2))
+        let id = second.receive(on: held).map { $0.id }.receive(on: caller)
+        let todo = Data(#"{"userId":1,"id":1,"title":"t","completed":false}"#.utf8)
+        transport.respond(to: 0, headers: ["Content-Type": "application/json"], body: todo)
+        transport.respond(to: 1, headers: ["Content-Type": "application/json"], body: todo)
+        XCTAssertEqual(try first.wait(timeout: 10).id, 1)
+        XCTAssertEqual(try second.wait(timeout: 10).id, 1)
+
+        // When: one chain is cancelled, the other times out, before the queue delivers
+        title.cancel()
+        let limited = id.timeout(after: 0.01)
+
+        // Then
+        XCTAssertEqual(connectError(of: title)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: limited)?.kind, .timedOut)
+    }
+
     func testCancellingTheDecodedEndOfTheChainCancelsTheTransport() {
         // Given
         let transport = ManualTransport()
