@@ -33,7 +33,7 @@ enum RequestConversion {
         case .none:
             body = nil
         case .bytes(let data) where data.count > sliceSize:
-            body = sliced(data)
+            body = streamed(DataSlices(data: data), length: Int64(data.count), eventLoop: eventLoop, writer: writer)
         case .bytes(let data):
             body = .byteBuffer(ByteBuffer(data: data))
         case .file(let file, let length):
@@ -54,24 +54,8 @@ enum RequestConversion {
             url: "\(head.scheme)://\(head.authority)\(head.path)", method: method, headers: headers, body: body)
     }
 
-    /// The most bytes of a body from memory written at once (``sliced(_:)``).
+    /// The most bytes of a body from memory written at once (``DataSlices``).
     static let sliceSize = 64 << 10
-
-    /// A body from memory longer than ``sliceSize``, written in slices of that size, each once the connection took
-    /// the last: AsyncHTTPClient reports a body written whole only once its last byte is gone, so a large upload on a
-    /// slow link said nothing for its whole length (no progress, and the idle timeout fired while bytes flowed).
-    /// Each slice is reported as it is written, as a file's or a stream's chunks are. Written on the event loop, no
-    /// task: the last slice's write ends the body.
-    static func sliced(_ data: Data) -> HTTPClient.Body {
-        .stream(contentLength: Int64(data.count)) { writer in
-            @Sendable func write(from offset: Int) -> EventLoopFuture<Void> {
-                let end = min(offset + sliceSize, data.endIndex)
-                let written = writer.write(.byteBuffer(ByteBuffer(data: data[offset..<end])))
-                return end == data.endIndex ? written : written.flatMap { write(from: end) }
-            }
-            return write(from: data.startIndex)
-        }
-    }
 
     /// `path` (with its query), sent to the Unix socket at `socketPath`.
     private static func target(_ path: String, through socketPath: String) throws -> URL {
@@ -326,6 +310,33 @@ struct FileChunks: AsyncSequence, Sendable {
             remaining -= Int64(chunk.count)
             sent(Int64(chunk.count))
             return ByteBuffer(data: chunk)
+        }
+    }
+}
+
+/// A body from memory longer than ``RequestConversion/sliceSize``, in slices of that size, written as a stream's chunks
+/// are (each once the connection took the last). Not written as one buffer: AsyncHTTPClient reports a body written
+/// whole only once its last byte is gone, so a large upload on a slow link said nothing for its whole length (no
+/// progress, and the idle timeout fired while bytes flowed). Not written on the event loop, one slice's write chained
+/// on the last's: a server answering early (an empty `401` before the body was read) left AsyncHTTPClient holding a
+/// write back, waiting for a body's end nobody would write (``BodyWriter`` ends it), so the call waited for its
+/// deadline, and the held write kept the body in memory.
+struct DataSlices: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+
+    let data: Data
+
+    func makeAsyncIterator() -> Iterator { Iterator(data: data, offset: data.startIndex) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let data: Data
+        var offset: Int
+
+        mutating func next() async -> ByteBuffer? {
+            guard offset < data.endIndex else { return nil }
+            let end = Swift.min(offset + RequestConversion.sliceSize, data.endIndex)
+            defer { offset = end }
+            return ByteBuffer(data: data[offset..<end])
         }
     }
 }

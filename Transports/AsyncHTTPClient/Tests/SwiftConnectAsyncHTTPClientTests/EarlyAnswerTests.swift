@@ -97,6 +97,30 @@ final class EarlyAnswerTests: XCTestCase {
         }
     }
 
+    /// A body from memory (sent in slices) answered early without a body of its own: the answer's end arrives with
+    /// no bytes while the body is held back, which AsyncHTTPClient ends the request on only once the body has ended.
+    /// The slices were written on the event loop, out of reach of the early answer's handling: the call waited for
+    /// its deadline (then retried), and the held write kept the body in memory.
+    func testAnUploadFromMemoryAnsweredEarlyGetsTheAnswerBeforeItsDeadline() async throws {
+        // Given
+        let server = try EarlyAnswerServer { _ in [Data("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n".utf8)]
+        }
+        defer { server.stop() }
+        let request = ConnectRequest(
+            method: .put, url: server.baseURL.appendingPathComponent("up"), body: .bytes(Data(count: Self.bodySize)),
+            timeoutInterval: 5)
+
+        // When
+        do {
+            _ = try await Connect(transport: transport, retryPolicy: nil).response(for: request).value
+            XCTFail("an answer of 300 or more fails the call")
+        } catch {
+            // Then: the answer, not the deadline's `.timedOut`
+            XCTAssertEqual(Outcome(error), Outcome(kind: .httpStatus, status: 401, body: ""))
+        }
+        XCTAssertEqual(server.requestHeads.count, 1)
+    }
+
     func testAStreamedUploadAnsweredEarlyLetsItsSourceGoBeforeTheAnswerEnds() async throws {
         // Given: an answer whose last bytes wait, and a body of unknown length (sent in chunks) that never ends
         let server = try EarlyAnswerServer(holdingLastPiece: true) { _ in

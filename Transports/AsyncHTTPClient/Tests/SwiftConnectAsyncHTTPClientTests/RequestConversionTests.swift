@@ -89,9 +89,10 @@ final class RequestConversionTests: XCTestCase {
             writes.withLockedValue { $0.append(buffer) }
             return loop.submit { pending.withLockedValue { $0 -= 1 } }
         }
-        let body = RequestConversion.sliced(data)
-        XCTAssertEqual(body.contentLength, Int64(data.count))
-        try await loop.flatSubmit { body.stream(writer) }.get()
+        let written = loop.makePromise(of: Void.self)
+        try await RequestConversion.write(
+            DataSlices(data: data), length: Int64(data.count), to: writer, ending: written)
+        try await written.futureResult.get()
         let sizes = writes.withLockedValue { $0.map(\.readableBytes) }
         XCTAssertEqual(sizes, [65536, 65536, 65536, 100])
         XCTAssertEqual(Data(writes.withLockedValue { $0.flatMap { Array($0.readableBytesView) } }), data)
