@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOHTTPCompression
 import NIOSSL
 
 /// One hop's response as AsyncHTTPClient's delegate API hands it over: the head, then each body part before the
@@ -70,6 +71,10 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         var answerRemaining: Int64?
         /// Whether the body ends when the connection closes (RFC 9112 §6.3, item 8).
         var endsAtClose = false
+        /// Whether the answer has no body though it names a coding the client decodes (``isBodylessButCoded(_:)``).
+        var bodylessButCoded = false
+        /// Whether any byte of the body arrived.
+        var bodyArrived = false
         /// Told the bytes buffered the next time the engine pauses (``whenPaused(_:)``).
         var onPause: (@Sendable (Int) -> Void)?
     }
@@ -137,9 +142,11 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         let early = head.status.code >= 300 && writer?.answeredEarly() == true
         let length = early ? Self.bodyLength(of: head, decodedContentCodings: decodedContentCodings) : nil
         let endsAtClose = connectionBroke != nil && !isHead && Self.endsAtClose(head)
+        let bodylessButCoded = isBodylessButCoded(head)
         let waiting = lock.withLock { () -> UnsafeContinuation<HTTPResponseHead, any Error>? in
             if early { (state.answeredEarly, state.answerRemaining) = (true, length) }
             state.endsAtClose = endsAtClose
+            state.bodylessButCoded = bodylessButCoded
             guard case .waiting(let continuation) = state.head else { return nil }
             state.head = continuation == nil ? .arrived(head) : .taken
             return continuation
@@ -147,6 +154,17 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         waiting?.resume(returning: head)
         if let writer, early, length == 0 { return writer.endAfterAnswer(on: task.eventLoop) }
         return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// Whether `head` answers without a body (to a `HEAD`, a `1xx`, `204` or `304`, a `Content-Length: 0`) though it
+    /// names a content coding the client decodes: SwiftNIO's decompressor, set up by the label alone, fails the end
+    /// of the body that never came with `truncatedData`, which is then the empty body's end
+    /// (``didReceiveError(task:_:)``), as it is with the decompression off and over URLSession.
+    private func isBodylessButCoded(_ head: HTTPResponseHead) -> Bool {
+        guard !decodedContentCodings.isEmpty, head.headers.contains(name: "Content-Encoding") else { return false }
+        let status = head.status.code
+        return isHead || status < 200 || status == 204 || status == 304
+            || head.headers.first(name: "Content-Length").map { $0.trimmingCharacters(in: .whitespaces) } == "0"
     }
 
     /// The length of `head`'s body as it reaches the delegate, when the head tells it: none for a 204 or a 304, else
@@ -195,6 +213,7 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         guard buffer.readableBytes > 0 else { return task.eventLoop.makeSucceededVoidFuture() }
         let part = Data(buffer: buffer)
         let (arrival, answered) = lock.withLock { () -> (Arrival, Bool) in
+            state.bodyArrived = true
             let answered = countInsideLock(part.count)
             return (arriveInsideLock(part, on: task.eventLoop), answered)
         }
@@ -241,8 +260,13 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
         // After an early answer, AsyncHTTPClient fails the request this way once the upload's end is told, the answer
         // whole (see `BodyWriter`): the end of the request body, not a failure of the response.
-        let answered = lock.withLock { state.answeredEarly }
+        let (answered, bodyless) = lock.withLock {
+            (state.answeredEarly, state.bodylessButCoded && !state.bodyArrived)
+        }
         if answered, (error as? HTTPClientError) == .requestStreamCancelled { return end(with: .success(())) }
+        if bodyless, (error as? NIOHTTPDecompression.ExtraDecompressionError) == .truncatedData {
+            return end(with: .success(()))
+        }
         end(with: .failure(error))
     }
 
