@@ -306,6 +306,8 @@ extension AsyncHTTPClientTransport: HTTPEngine {
     /// - Returns: The response head, its fields copied one by one (repeated ones kept), and its body to read: every
     ///   part that arrived before a failure reaches its reader before the failure does (see ``ResponseBody``).
     public func send(_ hop: EngineRequest) async throws -> EngineResponse<ResponseBody> {
+        // As its own client refuses after `shutdown()`; an app's client it was made over would still send.
+        if shutDown.withLockedValue({ $0 }) { throw HTTPClientError.alreadyShutdown }
         let relay = try await pinned.relay(for: hop)
         let (eventLoop, ticket) = affinity.take()
         let writer = BodyWriter()
@@ -331,7 +333,7 @@ extension AsyncHTTPClientTransport: HTTPEngine {
             connectionBroke = { relay.brokenConnectionCount > brokenBefore }
         }
         // A body from memory is written by AsyncHTTPClient itself: counted as its parts are written (what went
-        // before an early answer, no more), in slices when it is long (`RequestConversion.sliced`). A file's or a
+        // before an early answer, no more), in slices when it is long (`DataSlices`). A file's or a
         // stream's chunks are counted as they are handed over.
         var sentPart: (@Sendable (Int64) -> Void)?
         if case .bytes = hop.body { sentPart = hop.sent }

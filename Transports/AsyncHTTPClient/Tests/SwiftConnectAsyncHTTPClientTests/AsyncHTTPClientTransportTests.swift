@@ -111,6 +111,38 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         XCTAssertEqual(transports.map(\.decodedContentCodings), [[], ["gzip", "deflate"], [], ["gzip", "deflate"]])
     }
 
+    /// With AsyncHTTPClient's decompression on, an answer labelled gzip that has no body (a `HEAD`'s, a `204`, a
+    /// `304`, a `Content-Length: 0`) is the empty answer it is, as it is with the decompression off and over
+    /// URLSession: SwiftNIO's decompressor, set up by the label alone, reads the missing body as truncated data.
+    func testABodylessAnswerLabelledGzipSucceedsWithTheClientsDecompressionOn() async throws {
+        server.route("HEAD", "/labelled") { _ in
+            LocalServer.Response().withFault(
+                .raw(Data("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 40\r\n\r\n".utf8)))
+        }
+        for (status, extra) in [("204 No Content", ""), ("304 Not Modified", ""), ("200 OK", "Content-Length: 0\r\n")] {
+            let path = "/labelled-\(status.prefix(3))"
+            let answer = "HTTP/1.1 \(status)\r\nContent-Encoding: gzip\r\n\(extra)\r\n"
+            server.route("GET", path) { _ in LocalServer.Response().withFault(.raw(Data(answer.utf8))) }
+        }
+        var decompressing = AsyncHTTPClientTransport.defaultConfiguration
+        decompressing.decompression = .enabled(limit: .ratio(100))
+        let transport = AsyncHTTPClientTransport(configuration: decompressing)
+
+        var head = request("/labelled")
+        head.httpMethod = "HEAD"
+        var outcomes: [String] = []
+        for request in [head, request("/labelled-204"), request("/labelled-304"), request("/labelled-200")] {
+            do {
+                let response = try await transport.send(request).value
+                outcomes.append("\(response.statusCode) \(response.data.count) bytes")
+            } catch {
+                outcomes.append("\(error)")
+            }
+        }
+        try await transport.shutdown()
+        XCTAssertEqual(outcomes, ["200 0 bytes", "204 0 bytes", "304 0 bytes", "200 0 bytes"])
+    }
+
     /// With AsyncHTTPClient's decompression on, the transport announces gzip and deflate as decoded, but SwiftNIO's
     /// decompressor reads `Content-Encoding` only: a body in the gzip transfer coding is refused, naming it, rather
     /// than its gzip bytes passed on as the body (SwiftConnect's core decodes it when the decompression is off).
@@ -186,6 +218,25 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
             XCTAssertEqual(error.kind, .transport, error.description)
             XCTAssertTrue(error.message.contains("shut down"), error.message)
         }
+    }
+
+    /// A transport made over the app's client refuses requests after its `shutdown()` as one with its own client
+    /// does, though the app's client keeps running (it sent them on before).
+    func testATransportOverAnAppsClientRefusesRequestsAfterItsShutdown() async throws {
+        let app = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        let transport = AsyncHTTPClientTransport(client: app)
+        try await transport.shutdown()
+
+        do {
+            _ = try await transport.send(request("/ok")).value
+            XCTFail("a shut-down transport sent a request over the app's client")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .transport, error.description)
+            XCTAssertTrue(error.message.contains("shut down"), error.message)
+        }
+        let stillRunning = try await app.get(url: server.baseURL.appendingPathComponent("ok").absoluteString).get()
+        XCTAssertEqual(stillRunning.status.code, 200, "the app's client was left running")
+        try await app.shutdown()
     }
 
     /// `shutdown()` while calls are in flight: one waiting for its head, one reading a body that never ends, and a
