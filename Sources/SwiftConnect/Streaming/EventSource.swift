@@ -50,8 +50,9 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// certificate refused, a body no decoder reads) fails the source. The first connection's failure is thrown at once, so
 /// that an endpoint that cannot be reached is reported rather than retried for ever (the client's ``RetryPolicy`` has
 /// already retried it). A stream the network breaks is reconnected, and so is one whose body reaches the size limit
-/// (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for what it carries (a line or an
-/// event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every reconnection.
+/// after handing out an event (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for
+/// what it carries (a line or an event's data over its limit, a body that reaches the size limit before its first
+/// event: `.responseTooLarge`) fails the source, which would meet it again on every reconnection.
 /// Cancel the task, or break out of the loop, to stop; the client's ``Connect/cancelAllRequests()`` stops it too, while
 /// it reads or waits to reconnect.
 ///
@@ -97,6 +98,9 @@ public struct EventSource: AsyncSequence {
         private var isFinished = false
         /// Whether a connection was made once: from then on, one the network refuses is tried again.
         private var hasConnected = false
+        /// Whether the current connection handed out an event: one that reaches the body's size limit before any
+        /// would reach it again, at the same event, on every reconnection.
+        private var deliveredOnConnection = false
         /// The client's count of `cancelAllRequests()` when the last connection began: one since then stops the
         /// wait before the next, as it stops a connection.
         private var cancellationsAtOpen: UInt64 = 0
@@ -151,6 +155,7 @@ public struct EventSource: AsyncSequence {
                     }
                     events = opened
                     hasConnected = true
+                    deliveredOnConnection = false
                 } else if Task.isCancelled {
                     // The events left of a chunk already read are not handed to a cancelled loop (nor is the last
                     // event ID moved past them); letting the reader go stops the transfer, whether or not the caller
@@ -162,6 +167,7 @@ public struct EventSource: AsyncSequence {
                 do {
                     if let event = try await events?.next() {
                         failures = 0
+                        deliveredOnConnection = true
                         record(events)
                         return event
                     }
@@ -176,9 +182,15 @@ public struct EventSource: AsyncSequence {
                 } catch let error as ConnectError where Self.isBodySizeLimit(error) {
                     // The size limit of one connection's body (a client-wide `maxResponseBytes`, say): a
                     // reconnection starts its count again, from the last event ID, so a long-lived source is not
-                    // ended by the total of its events.
+                    // ended by the total of its events. A connection that reached it before handing out an event
+                    // (one event larger than the limit) would reach it again, there, on every reconnection: that
+                    // fails the source, as an event over its own limit does.
                     record(events)
                     events = nil
+                    guard deliveredOnConnection else {
+                        isFinished = true
+                        throw error
+                    }
                     try await waitToReconnect(after: error)
                     continue
                 } catch let error as ConnectError where !Self.isNetworkFailure(error) {

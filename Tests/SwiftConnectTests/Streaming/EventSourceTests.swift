@@ -370,6 +370,34 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests[1].value(forHTTPHeaderField: "Last-Event-ID"), "1")
     }
 
+    /// A connection that reaches the body's size limit before its first event (one event larger than the limit)
+    /// fails the source: a reconnection resumes from the same ID, and would meet the same event, for ever.
+    func testABodySizeLimitMetBeforeAnyEventFailsTheSource() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/events",
+            with: [
+                .stream(
+                    [Data("id: 1\ndata: 1\n\n".utf8), Data((": " + String(repeating: "x", count: 90) + "\n").utf8)],
+                    headers: eventStream),
+                sse("id: 2\ndata: " + String(repeating: "x", count: 200) + "\n\n"),
+            ])
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(maxResponseBytes: 100))
+        var received: [String] = []
+        do {
+            let reconnection = EventSourceReconnection(delay: 0, maxAttempts: 5)
+            for try await event in connect.eventSource(Feed(), reconnection: reconnection) {
+                received.append(event.data)
+            }
+            XCTFail("an event over the size limit must fail the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+        }
+        XCTAssertEqual(received, ["1"])
+        XCTAssertEqual(transport.requests.count, 2, "reconnected after the first connection's event, not after none")
+    }
+
     /// A cancellation while the source waits to reconnect ends it with the same error as one while it reads.
     func testACancellationWhileWaitingToReconnectThrowsConnectErrorCancelled() async throws {
         let transport = FakeTransport()
