@@ -12,7 +12,9 @@ import Foundation
 /// SWIFTCONNECT_RECORD_MODE=record swift test
 /// ```
 public enum RecordingMode: String, Sendable, CaseIterable {
-    /// Sends every request with the wrapped transport and records each exchange, replacing the file's entries.
+    /// Sends every request with the wrapped transport and records each exchange, replacing the file's entries (a file
+    /// of an earlier run is emptied when the transport is made, so a test that no longer makes a request leaves no
+    /// recording of it; its `log.comment` is kept).
     case record
     /// Answers every request from the recording and sends nothing: a request with no recording fails. What CI runs.
     case replay

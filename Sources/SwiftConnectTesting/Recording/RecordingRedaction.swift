@@ -64,9 +64,11 @@ enum RecordingRedaction {
     }
 
     /// A request field's value, with the secrets of the URL it holds replaced when it is a URL-valued field (a
-    /// `Referer` quoting an OAuth callback's token), as the logs hide them.
+    /// `Referer` quoting an OAuth callback's token), and those of the URLs another field quotes (an
+    /// `X-Return-To: https://app.test/cb?access_token=…`), as the logs hide them.
     private static func redactedIfURL(_ field: HeaderField) -> String {
-        requestURLValuedFields.contains(field.name) ? redactedURLText(field.value) : field.value
+        requestURLValuedFields.contains(field.name)
+            ? redactedURLText(field.value) : redactedURLsQuoted(in: field.value)
     }
 
     /// The request fields whose value is a URL: those the logs read as one (`Redaction.headerValue`).
@@ -543,10 +545,11 @@ enum RecordingRedaction {
         return (type.isEmpty || type == "text/plain") && Redaction.readsAsForm(text)
     }
 
-    /// The secret values a response hands out, to hide wherever a later exchange shows them: each cookie's value in
-    /// `Set-Cookie` (the engine sends it back below the transport, where no redaction by name sees it), the value of
-    /// a field named like a secret or holding credentials (`X-Auth-Token`, `X-Upstream: Bearer …`), and every
-    /// string under a secret key of a JSON body (a token endpoint's `access_token`).
+    /// The secret values a response hands out, to hide wherever a later exchange shows them: each secret cookie's value
+    /// in `Set-Cookie` (``isSecretCookie(_:)``; the engine sends it back below the transport, where no redaction by
+    /// name sees it), the value of a field named like a secret or holding credentials (`X-Auth-Token`,
+    /// `X-Upstream: Bearer …`), and every string under a secret key of a JSON body (a token endpoint's
+    /// `access_token`).
     static func secretsHandedOut(by response: ConnectResponse) -> [String] {
         secretsHandedOut(fields: response.head.headerFields, body: response.data)
     }
@@ -558,8 +561,11 @@ enum RecordingRedaction {
     /// `Location`'s `#access_token=…`, a `Link`'s, an upload link's `?upload_token=…` in the body).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
         // The body, or a later request, may quote a secret field's value (an `X-Auth-Token` the JSON repeats).
+        // Cookies by ``isSecretCookie(_:)``; the other fields as the logs read them.
+        var others = HeaderFields()
+        for field in fields where field.name != .setCookie { others.append(field) }
         var found =
-            cookies(in: fields).map(\.value) + SecretValues.values(handedOutIn: fields)
+            cookies(in: fields).filter(isSecretCookie).map(\.value) + SecretValues.values(handedOutIn: others)
             + secretsOfQuotedURLs(fields: fields, body: body)
         if let type = fields[.contentType], type.lowercased().hasPrefix("multipart/") {
             // The JSON parts of a multipart answer (a batch's inner login answer).
@@ -780,6 +786,17 @@ enum RecordingRedaction {
     }
 
     /// The cookies `Set-Cookie` fields set, as an archive lists them.
+    /// Whether a cookie a response sets is a secret to hide wherever a later exchange shows its value: one whose
+    /// name says so (`session_id`, `auth_token`), or whose value is long enough to be a token (a session ID:
+    /// `PHPSESSID`, `connect.sid`, `_gh_sess`), digits only excepted. A short value under another name (`beta=true`,
+    /// `theme=dark`, `user_id=1042`, a timestamp) is data that later bodies and queries use as data: hidden by value,
+    /// every `true` of a later JSON body became a placeholder (invalid JSON) and `?archived=true` matched nothing. The
+    /// `Set-Cookie` and `Cookie` fields themselves are hidden whatever their cookies.
+    static func isSecretCookie(_ cookie: HAR.Cookie) -> Bool {
+        if !cookie.name.isEmpty, HTTPHeader.isSensitive(name: cookie.name) { return true }
+        return cookie.value.count >= 12 && !cookie.value.allSatisfy({ $0.isASCII && $0.isNumber })
+    }
+
     static func cookies(in fields: HeaderFields) -> [HAR.Cookie] {
         fields[values: .setCookie].flatMap(SetCookieFields.cookies(in:)).compactMap { value -> HAR.Cookie? in
             let (name, value) = nameAndValue(of: value)
@@ -852,6 +869,14 @@ enum RecordingRedaction {
         return redacted
     }
 
+    /// Whether a JSON value cannot hold a secret: `true`, `false` or `null` (JSONSerialization reads a Boolean as an
+    /// `NSNumber` of type `c`; a number `1` is one too, but of another type).
+    private static func isSecretFree(_ value: Any) -> Bool {
+        if value is NSNull { return true }
+        guard let number = value as? NSNumber else { return false }
+        return String(cString: number.objCType) == "c"
+    }
+
     /// Whether a JSON value has a secret key at any depth, or a string quoting a URL with a secret in it (a presigned
     /// `download_url`, a relative `next` link: `Redaction.urlsInString`).
     static func containsSecretKey(_ value: Any) -> Bool {
@@ -878,7 +903,11 @@ enum RecordingRedaction {
             var result: [String: Any] = [:]
             for (key, child) in object {
                 let shown = Redaction.urlsInString(key, showing: redactedURLText)
-                if HTTPHeader.isSensitive(name: key) {
+                if HTTPHeader.isSensitive(name: key), isSecretFree(child) {
+                    // `"private": false`, `"session": null`: no secret, and a placeholder would be a string where
+                    // the replayed answer's decoder expects a Bool (and would make `true` and `false` match alike).
+                    result[shown] = child
+                } else if HTTPHeader.isSensitive(name: key) {
                     result[shown] = placeholder(shown)
                 } else if Redaction.isNamedSecretValue(key, in: object) {
                     // Named as the pair names it (`<redacted:Authorization>`), for a replay to fill.

@@ -38,6 +38,7 @@ extension RecordingTransport {
             let bytes = try Data(contentsOf: url)
             let har = try HAR(data: bytes)
             state.fileBytes = bytes
+            state.fileComment = har.log.comment
             state.fileEntries = har.log.entries
             state.entries = har.log.entries
             state.requests = har.log.entries.map { RecordedRequest($0.request).map(RecordingRedaction.request) }

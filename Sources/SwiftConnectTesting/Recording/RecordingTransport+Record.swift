@@ -321,20 +321,28 @@ extension RecordingTransport {
         try Self.writing.run {
             // Taken inside the section: an entry another call appended meanwhile is written now, that call's write
             // then having nothing left to do.
-            let (unwritten, known, written) = state.withLock { state in
+            let (unwritten, known, written, knownComment) = state.withLock { state in
                 defer { state.unwritten = [] }
-                return (state.unwritten, state.fileBytes, state.fileEntries)
+                return (state.unwritten, state.fileBytes, state.fileEntries, state.fileComment)
             }
             guard !unwritten.isEmpty else { return }
             var base = written
+            var comment = knownComment
             let current = try? Data(contentsOf: fileURL)
-            if current != known, let current, let har = try? HAR(data: current) { base = har.log.entries }
+            if current != known, let current, let har = try? HAR(data: current) {
+                base = har.log.entries
+                comment = har.log.comment
+            }
             do {
-                let data = try HAR(entries: base + unwritten).encoded()
+                // The log's comment kept: a note on how to re-record the file stays with it.
+                var har = HAR(entries: base + unwritten)
+                har.log.comment = comment
+                let data = try har.encoded()
                 try Self.write(data, to: fileURL)
                 state.withLock { state in
                     state.fileBytes = data
                     state.fileEntries = base + unwritten
+                    state.fileComment = comment
                 }
             } catch {
                 // Kept for the next write, as before this one.

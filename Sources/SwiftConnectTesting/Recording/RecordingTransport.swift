@@ -117,6 +117,8 @@ public final class RecordingTransport: Transport, Sendable {
         var fileEntries: [HAR.Entry] = []
         /// Entries recorded and not yet written.
         var unwritten: [HAR.Entry] = []
+        /// The file's `log.comment` as last read or written, kept by each write (a note on how to re-record it).
+        var fileComment: String?
     }
 
     /// A transport recording to, or replaying from, the HAR file at `fileURL`.
@@ -153,8 +155,18 @@ public final class RecordingTransport: Transport, Sendable {
             // Read to notice another transport writing the file meanwhile; the entries are replaced, unless a
             // transport of this run wrote them (an earlier client of the same test): those are added to.
             state.fileBytes = try? Data(contentsOf: fileURL)
-            if let bytes = state.fileBytes, Self.wasWrittenThisRun(fileURL), let har = try? HAR(data: bytes) {
-                state.fileEntries = har.log.entries
+            let har = state.fileBytes.flatMap { try? HAR(data: $0) }
+            state.fileComment = har?.log.comment
+            if Self.wasWrittenThisRun(fileURL) {
+                state.fileEntries = har?.log.entries ?? []
+            } else if state.fileBytes != nil {
+                // An earlier run's file is replaced now, not at the first exchange: a test that no longer makes the
+                // requests it recorded would otherwise leave them, which a replay then reports as never used.
+                var emptied = HAR(entries: [])
+                emptied.log.comment = state.fileComment
+                if let data = try? emptied.encoded(), (try? Self.write(data, to: fileURL)) != nil {
+                    state.fileBytes = data
+                }
             }
         } else {
             state = RecordingTransport.load(fileURL, required: mode == .replay)
