@@ -50,8 +50,14 @@ final class ResponseBodySource: Sendable {
     }
 
     /// Says where the value of a `recover`'s future came from: `source`'s body, or none.
+    ///
+    /// Kept one level deep: `source`'s own origin, if it has one (set before its value was seen), in its place. A
+    /// recovery's source pointing at the recovery before it made a list as long as the chain, which reading
+    /// ``response`` or ``decoders``, and freeing the last source, walked recursively: 50,000 asynchronous `recover`s
+    /// (a recursive retry) overflowed a 512 KiB thread's stack.
     func adopt(_ source: ResponseBodySource?) {
-        origin.withLock { $0 = source }
+        let flattened = source.map { $0.origin.snapshot ?? $0 }
+        origin.withLock { $0 = flattened }
     }
 
     /// The body future of `response`: it succeeds with the response's body, after recording the response here.

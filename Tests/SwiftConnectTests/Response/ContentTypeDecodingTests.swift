@@ -64,6 +64,30 @@ final class ContentTypeDecodingTests: XCTestCase {
         XCTAssertEqual(seen.withLock { $0.last }, .some(nil))
     }
 
+    /// A body recovered asynchronously again and again (a recursive retry of `recover { _ in connect.request(…) }`)
+    /// decodes and is freed on a thread with a small stack: each recovery's body source points at the response's
+    /// source, not at the recovery before it, so neither reading the response nor freeing walks a list as long as
+    /// the chain (50,000 links overflowed a 512 KiB stack).
+    func testFiftyThousandAsyncRecoversOnABodyDecodeAndAreFreedOnASmallStack() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/item", with: .json(string: #"{"name":"deep"}"#))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let outcome = Guarded<String>("not run")
+        let done = expectation(description: "decoded and freed")
+        let thread = Thread {
+            var body: Future<Data>? = connect.request(Endpoint())
+            for _ in 0..<50_000 { body = body?.recover { _ in Future(value: Data()) } }
+            let decoded = body.map { (try? $0.decoded(toType: Item.self).wait())?.name ?? "failed" }
+            body = nil
+            outcome.withLock { $0 = decoded ?? "no body" }
+            done.fulfill()
+        }
+        thread.stackSize = 512 << 10
+        thread.start()
+        wait(for: [done], timeout: 60)
+        XCTAssertEqual(outcome.withLock { $0 }, "deep")
+    }
+
     /// README: "operator order does not change how a body decodes". `mapError` and `recover` pass a body through
     /// unchanged, as `timeout(after:)`, `receive(on:)` and `always` do, so the body keeps its response and decodes by
     /// its content type, whether the request is still running or already complete; a body `recover` made in place
