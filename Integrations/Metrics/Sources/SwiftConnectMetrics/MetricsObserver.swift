@@ -172,7 +172,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             // An attempt that shares another call's request is none on the wire: the duration, the active requests
             // and the sizes count the wire's requests, as OpenTelemetry's do. It is still the call's attempt.
             if !isShared {
-                Meter(label: "http.client.active_requests", dimensions: labels + [port], factory: factory).increment()
+                ActiveRequestMeters.shared.meter(dimensions: labels + [port], factory: factory).increment()
             }
             if attempt > 1, isNewAttempt {
                 Counter(label: "swiftconnect.client.retries", dimensions: labels, factory: factory).increment()
@@ -257,12 +257,43 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// Ends a send: its duration, and one fewer active request, under its own labels.
     private func end(_ send: Send, outcome: [(String, String)]) {
         let withPort = send.labels + [port]
-        Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).decrement()
+        ActiveRequestMeters.shared.meter(dimensions: withPort, factory: factory).decrement()
         // OpenTelemetry's unit for this histogram is the second: a backend that honours the hint shows it so.
         Timer(
             label: "http.client.request.duration", dimensions: withPort + outcome, preferredDisplayUnit: .seconds,
             factory: factory
         )
         .recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - send.start))
+    }
+}
+
+/// The `http.client.active_requests` meters, one per factory and label set, for every call of the process.
+///
+/// A backend without meters of its own (statsd's, opentelemetry-swift's: swift-metrics' default meter, which records
+/// through a recorder) keeps the running count in the meter object: a meter made for each change recorded 1 and -1,
+/// never the number of requests in flight. Kept for the factories that are objects (every backend's); another is
+/// asked for a meter each time, its own to keep.
+final class ActiveRequestMeters: @unchecked Sendable {
+    /// The process's.
+    static let shared = ActiveRequestMeters()
+
+    // `lock` protects `meters`.
+    private let lock = NSLock()
+    /// By factory, then by label set (names and values, in order). The factory is held: freed, another could take
+    /// its identifier, and be handed its meters.
+    private var meters: [ObjectIdentifier: (factory: AnyObject, byLabels: [[String]: Meter])] = [:]
+
+    /// The meter of `dimensions`, made with `factory` the first time.
+    func meter(dimensions: [(String, String)], factory: any MetricsFactory) -> Meter {
+        let make = { Meter(label: "http.client.active_requests", dimensions: dimensions, factory: factory) }
+        guard type(of: factory) is AnyClass else { return make() }
+        let owner = ObjectIdentifier(factory as AnyObject)
+        let key = dimensions.flatMap { [$0.0, $0.1] }
+        return lock.withLock {
+            if let meter = meters[owner]?.byLabels[key] { return meter }
+            let meter = make()
+            meters[owner, default: (factory as AnyObject, [:])].byLabels[key] = meter
+            return meter
+        }
     }
 }

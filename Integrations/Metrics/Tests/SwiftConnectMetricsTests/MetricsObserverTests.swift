@@ -71,6 +71,41 @@ final class MetricsObserverTests: XCTestCase {
         .flatMap(\.values)
     }
 
+    /// A backend without meters of its own (statsd's, opentelemetry-swift's) gets swift-metrics' default meter, which
+    /// keeps the count in the meter object and records it through a recorder: one meter for every change recorded 1
+    /// and -1, never the number of requests in flight.
+    func testTheActiveCountIsKeptOnABackendWithoutMeters() throws {
+        // Given
+        final class RecordersOnly: MetricsFactory {
+            let base: TestMetrics
+            init(_ base: TestMetrics) { self.base = base }
+            func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+                base.makeCounter(label: label, dimensions: dimensions)
+            }
+            func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+                base.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate)
+            }
+            func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+                base.makeTimer(label: label, dimensions: dimensions)
+            }
+            func destroyCounter(_ handler: any CounterHandler) { base.destroyCounter(handler) }
+            func destroyRecorder(_ handler: any RecorderHandler) { base.destroyRecorder(handler) }
+            func destroyTimer(_ handler: any TimerHandler) { base.destroyTimer(handler) }
+        }
+        server.route("GET", "/todos/:id") { _ in .json(string: #"{"id":7}"#) }
+        let observer = MetricsObserver(factory: RecordersOnly(metrics))
+        let connect = Connect(retryPolicy: nil, settings: Connect.Settings(observers: [observer]))
+
+        // When
+        _ = try connect.request(todo).wait()
+        _ = try connect.request(todo).wait()
+
+        // Then
+        let active = try metrics.expectRecorder(
+            "http.client.active_requests", base + [("server.port", String(server.port))])
+        XCTAssertEqual(active.values, [1, 0, 1, 0])
+    }
+
     func testA200IsOneDurationTheActiveCountBackToZeroAndItsSizes() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: #"{"id":7}"#) }
         _ = try client().request(todo).wait()
