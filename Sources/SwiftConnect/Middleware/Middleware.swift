@@ -419,7 +419,9 @@ struct MiddlewareChain: Sendable {
         switch request.body {
         case .none: bytesSent = transfer.bodyFile == nil ? 0 : nil
         case .bytes(let data): bytesSent = Int64(data.count)
-        case .stream: bytesSent = nil
+        // A stream of known length is held to it (a shorter or longer one fails the call); one of unknown length
+        // is counted by the engine only.
+        case .stream(let stream): bytesSent = stream.length
         }
         switch result {
         case .success(let response):

@@ -230,7 +230,7 @@ public enum ConnectEvent: Sendable {
     /// transport.
     case attemptStarted(attempt: Int, request: ConnectRequest)
     /// An attempt ended with a response (`status`) or an error (`error`) before one arrived. `bytesSent` is the
-    /// request body's size (`nil` for one streamed from an `InputStream` or a file); `bytesReceived` the response
+    /// request body's size (`nil` for a stream of unknown length or a file); `bytesReceived` the response
     /// body's, when it arrived whole (`nil` for a streamed response, whose attempt ends with its head, a download
     /// to a file, or a body that came content-encoded, whose size on the wire is not known once decoded).
     case attemptEnded(attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64?, bytesReceived: Int64?)

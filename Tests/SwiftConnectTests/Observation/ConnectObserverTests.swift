@@ -407,7 +407,18 @@ final class ConnectObserverTests: XCTestCase {
         request.body = .bytes(Data("abc".utf8))
         _ = try connect.response(for: request).wait()
         _ = try connect.request(GetTodo()).wait()
-        XCTAssertEqual(observer.sizes.values, ["3 8", "0 8"])
+        // A stream of known length went out as that many bytes (its `Content-Length`); one of unknown length is
+        // not known here.
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("ab".utf8))
+            continuation.yield(Data("cde".utf8))
+            continuation.finish()
+        }
+        request.body = .stream(ConnectRequest.OneShotStream(chunks, length: 5))
+        _ = try connect.response(for: request).wait()
+        request.body = .stream(ConnectRequest.OneShotStream(AsyncStream<Data> { $0.finish() }))
+        _ = try connect.response(for: request).wait()
+        XCTAssertEqual(observer.sizes.values, ["3 8", "0 8", "5 8", "- 8"])
     }
 
     // MARK: - Stages
