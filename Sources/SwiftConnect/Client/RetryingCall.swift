@@ -206,6 +206,7 @@ final class RetryingCall:
             answered: { [weak self] in if timesAttempts { self?.stopAttemptTimer(attempt) } },
             atDoor: { [weak self] in self?.withState { $0.reachedAttempt = max($0.reachedAttempt, attempt) } },
             sendReached: sendReached)
+        context.transfer.callDeadline = deadline?.time
         let progress = context.transfer.progress.map(AttemptProgress.init(report:))
         if let progress {
             context.transfer.progress = progress.handler

@@ -60,6 +60,10 @@ public struct TransferOptions: Sendable {
     /// arrives for so long. `nil` for none; a streamed answer has its own (``StreamingOptions/idleTimeout``), which
     /// the exchange leaves to the client. Not a plain request's: URLSession's completion handler cannot watch pieces.
     var idleTimeout: TimeInterval?
+    /// The call's deadline (its request's `timeoutInterval` from the call's start), which a streamed body is held to
+    /// besides its attempt's own: the call's timer ends with the response's head, and its waits (a queue, a retry's
+    /// backoff, a token refresh) may have spent part of it. `nil` outside a client's call.
+    var callDeadline: DispatchTime?
     /// Where a streamed call notes the bodies its transport answered with (`MiddlewareChain`), so that those its
     /// caller never gets stop when the call fails; `nil` outside ``Connect/stream(_:options:streaming:)``.
     var streamedBodies: StreamedBodies?

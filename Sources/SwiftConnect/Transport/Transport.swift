@@ -165,9 +165,11 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
         }
     }
     let sentBytes = Int64(request.httpBody?.count ?? 0)
-    // The call's deadline, from now: a streamed body outlives the call's future, which completes with the head, so
-    // the body is held to it here, as an engine's exchange holds it.
-    let deadline = transfer.streaming == nil ? nil : TransportDeadline(seconds: request.timeoutInterval)
+    // The request's timeout, from now, or the call's deadline if sooner: a streamed body outlives the call's future,
+    // which completes with the head, so the body is held to them here, as an engine's exchange holds it.
+    let deadline =
+        transfer.streaming == nil
+        ? nil : TransportDeadline(seconds: request.timeoutInterval, notAfter: transfer.callDeadline)
     let sent = transport.send(request)
     let answer = sent.flatMap { [request] response -> Future<ConnectResponse> in
         guard let stream = response.bodyStream else {

@@ -26,12 +26,20 @@ final class TransportDeadline: Sendable {
         self.init(seconds: seconds, scheduler: .shared)
     }
 
+    /// A deadline `seconds` from now, or at `latest` if that comes first (then possibly passed already): a streamed
+    /// body held to its call's deadline too, part of which the call's waits and earlier attempts spent. `seconds`
+    /// stays the time allowed, as messages name it; `nil` as for ``init(seconds:)``.
+    convenience init?(seconds: Double, notAfter latest: DispatchTime?) {
+        self.init(seconds: seconds, scheduler: .shared, notAfter: latest)
+    }
+
     /// A deadline on `scheduler` (tests use schedulers of their own).
-    init?(seconds: Double, scheduler: DeadlineScheduler) {
+    init?(seconds: Double, scheduler: DeadlineScheduler, notAfter latest: DispatchTime? = nil) {
         guard seconds > 0, seconds.isFinite else { return nil }
         // Capped so that adding it to `now` cannot overflow (a year is as good as never for a request).
         let nanoseconds = UInt64(min(seconds, 365 * 24 * 3600) * 1_000_000_000)
-        time = DispatchTime(uptimeNanoseconds: DispatchTime.now().uptimeNanoseconds &+ nanoseconds)
+        let own = DispatchTime(uptimeNanoseconds: DispatchTime.now().uptimeNanoseconds &+ nanoseconds)
+        time = latest.map { min($0, own) } ?? own
         self.seconds = seconds
         self.scheduler = scheduler
     }

@@ -22,6 +22,44 @@ final class StreamLifecycleTests: XCTestCase {
         server.stop()
     }
 
+    /// The connector's `timeout` bounds a stream from the call's start on the real engines too: an attempt answered
+    /// 503 and retried after a 1.5 s wait gets what is left of a 2.5 s timeout for its body, not a whole timeout from
+    /// its send (which ended the stream at about 4 s). Wide margins: the failure is expected within 3.5 s.
+    func testAStreamsDeadlineCountsTheRetriesWaitOnTheEngines() async throws {
+        let calls = Guarded(0)
+        let release = DispatchSemaphore(value: 0)
+        defer { release.signal() }
+        server.route("GET", "/retried-feed") { _ in
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            guard call > 1 else { return .status(503) }
+            return .stream(contentLength: nil, contentType: "text/event-stream") { write in
+                _ = write(Data("data: first\n\n".utf8))
+                _ = release.wait(timeout: .now() + 10)
+            }
+        }
+        let connect = Connect(
+            transport: TransportUnderTest.make(),
+            retryPolicy: RetryPolicy(maxAttempts: 2, baseDelay: 1.5, jitter: RetryPolicy.noJitter))
+        let started = Date()
+        var received: [String] = []
+        var failure: ConnectError?
+        do {
+            for try await event in connect.stream(Route("/retried-feed", baseURL: server.baseURL, timeout: 2.5)).events
+            {
+                received.append(event.data)
+            }
+        } catch {
+            failure = error as? ConnectError
+        }
+        XCTAssertEqual(received, ["first"])
+        XCTAssertEqual(failure?.kind, .timedOut, "\(String(describing: failure))")
+        XCTAssertEqual(calls.withLock { $0 }, 2)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3.5, "the body had a whole timeout after the retry")
+    }
+
     /// A byte order mark, CR and CRLF line ends, a comment, a `retry` with junk, an `id` with NUL, an empty `data`
     /// line and an event left unterminated when the body ends: the source hands out what a browser's would, and
     /// resumes from the last event dispatched, not from the `id` of the event it dropped.

@@ -56,6 +56,40 @@ final class StreamDeadlineTests: XCTestCase {
         XCTAssertNil(short.error)
     }
 
+    /// The connector's `timeout` bounds the whole stream, from the call's start: time the call spent before its
+    /// request reached the transport (a queue, a retry's wait, a token refresh; here a middleware that holds it
+    /// 1.5 s) is not given to the body again. The call's own timer ends with the head; the body's, armed when the
+    /// request was sent, ran a whole `timeout` from there: a 2 s stream ended after 3.5 s. (Wide margins: 2 s, 1.5 s
+    /// held, the failure expected within 3 s.)
+    func testTheDeadlineCountsTheTimeTheCallSpentBeforeItsRequestWasSent() async throws {
+        struct Holding: Middleware {
+            func intercept(
+                _ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next
+            ) -> Future<ConnectResponse> {
+                let held = Promise<Void>()
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { held.succeed(()) }
+                let request = copy request
+                return held.future.flatMap { next(request) }
+            }
+        }
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                guard await body.send(Data("first".utf8)) else { return }
+                await waitUntilCancelled()
+            })
+        let connect = Connect(transport: transport, middlewares: [Holding()], retryPolicy: nil)
+        let started = Date()
+        let outcome = try await read(connect.stream(Route("/feed", baseURL: base, timeout: 2)))
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertEqual(outcome.chunks, ["first"])
+        XCTAssertEqual(outcome.error?.kind, .timedOut, "\(String(describing: outcome.error))")
+        XCTAssertTrue(
+            outcome.error?.message.contains("timeout of 2.0 s") == true, "\(String(describing: outcome.error))")
+        XCTAssertLessThan(elapsed, 3, "the body was given a whole timeout after the request was sent")
+    }
+
     /// Reads `stream` to its end in a task, for at most 10 s: a stream the deadline does not end fails the test
     /// instead of keeping it waiting (the task is cancelled).
     private func read(_ stream: ResponseStream) async throws -> (chunks: [String], error: ConnectError?) {

@@ -52,7 +52,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         self.engine = engine
         original = request
         self.transfer = transfer
-        timer = TransportDeadline(seconds: request.timeoutInterval)
+        // A streamed body outlives its call's future (which ends with the head): held to the call's deadline too.
+        timer = TransportDeadline(
+            seconds: request.timeoutInterval, notAfter: transfer.streaming == nil ? nil : transfer.callDeadline)
         idle = transfer.streaming == nil ? IdleWatch(seconds: transfer.idleTimeout) : nil
         download = transfer.destination == nil ? nil : DownloadSlot()
         progress = transfer.progress.map { ExchangeProgress(report: $0) }
