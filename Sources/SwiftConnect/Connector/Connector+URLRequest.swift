@@ -158,6 +158,14 @@ extension Connector {
                     partialRequest(method: method)
                 }
                 fields.setIfAbsent(name: "Content-Type", value: "application/json")
+                if !bodyIsReplaced, let written = body {
+                    let sentType =
+                        optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
+                        ?? fields.field(named: "Content-Type")?.value
+                    body = try Self.jsonBody(written, sentAs: sentType) {
+                        partialRequest(method: method, body: written)
+                    }
+                }
             case .encoded(let value, let encoder)?:
                 body = try Self.encodedBody {
                     try encoder.encode(value)
@@ -210,6 +218,17 @@ extension Connector {
                 }
                 body = data
                 if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
+                // JSON written in UTF-8 (a `JSONObject`'s body, or bytes given as JSON without another charset),
+                // sent under a type naming another charset.
+                let mediaType = ConnectResponse.mediaType(of: contentType)
+                if !bodyIsReplaced, mediaType == "application/json" || mediaType.hasSuffix("+json"),
+                    Self.namesSameCharset(MimeType(rawValue: contentType).parameter("charset") ?? "utf-8", "utf-8")
+                {
+                    let sentType =
+                        optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
+                        ?? fields.field(named: "Content-Type")?.value
+                    body = try Self.jsonBody(data, sentAs: sentType) { partialRequest(method: method, body: data) }
+                }
             }
 
             if let body, !body.isEmpty, self.method.refusesBody {
@@ -281,6 +300,41 @@ extension Connector {
     /// Whether a content type (a raw body's, an encoder's, a connector header's) names one: an empty or blank one
     /// means none, and the request goes without `Content-Type` (or with the body's or a default header's), not with
     /// an empty field that says nothing a server could use (the blanks around a value are not sent).
+    /// `json`, a JSON body written in UTF-8, as it reads under `sentType`, the request's `Content-Type`: as it is when
+    /// that names no charset, UTF-8, or the body is ASCII; else its characters beyond ASCII written as `\u` escapes,
+    /// which read the same in every charset that keeps ASCII's bytes (`charset=iso-8859-1`, `windows-1252`), where
+    /// UTF-8's bytes would read as other characters (`Zürich` as `ZÃ¼rich`). A charset that does not keep them
+    /// (UTF-16, UTF-32) is refused with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``.
+    static func jsonBody(_ json: Data, sentAs sentType: String?, request: () -> URLRequest) throws -> Data {
+        guard let sentType, let charset = MimeType(rawValue: sentType).parameter("charset"),
+            !namesSameCharset(charset, "utf-8"), json.contains(where: { $0 >= 0x80 }),
+            let text = String(data: json, encoding: .utf8)
+        else { return json }
+        let folded = charset.lowercased().filter { $0 != "-" && $0 != "_" }
+        guard !folded.hasPrefix("utf16"), !folded.hasPrefix("utf32"), !folded.hasPrefix("ucs"), folded != "utf7"
+        else {
+            throw ConnectError.invalidRequest(
+                .bodyEncodingFailed(
+                    "the JSON body is written in UTF-8, but the request's Content-Type names charset "
+                        + "\(SingleLineText.make(charset.debugDescription, limit: 40)), whose bytes for ASCII differ: "
+                        + "send it as application/json (UTF-8)"),
+                request: request())
+        }
+        var escaped = ""
+        escaped.reserveCapacity(json.count + 16)
+        for scalar in text.unicodeScalars {
+            if scalar.isASCII {
+                escaped.unicodeScalars.append(scalar)
+            } else {
+                for unit in String(scalar).utf16 {
+                    let hex = String(unit, radix: 16)
+                    escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                }
+            }
+        }
+        return Data(escaped.utf8)
+    }
+
     static func namesAType(_ contentType: String) -> Bool {
         contentType.contains { $0 != " " && $0 != "\t" }
     }

@@ -217,4 +217,39 @@ final class EncodedBodyTests: XCTestCase {
                 try route(latin, headers: [.contentType("text/csv; charset=\(named)")]).asURLRequest(), named)
         }
     }
+
+    /// A JSON body is written in UTF-8: sent under a `Content-Type` naming another charset (the connector's, or the
+    /// options'), a server reading by that label read `Zürich` as `ZÃ¼rich`. Its characters beyond ASCII go as `\u`
+    /// escapes, which read the same in every charset that keeps ASCII's bytes; a charset that does not (UTF-16) fails
+    /// the request, nothing sent. A `JSONObject` body and a JSON `Codable` body alike.
+    func testAJSONBodyUnderAnotherCharsetReadsAsWrittenOrIsRefused() throws {
+        // Given
+        let latin1: [HTTPHeader] = [.contentType("application/json; charset=iso-8859-1")]
+        let encodable = Parameter.jsonObject(["city": "Zürich 🏔"])
+        let object: JSONObject = ["city": "Zürich 🏔"]
+
+        // When
+        let fromEncodable = try route(encodable, headers: latin1).asURLRequest()
+        let fromObject = try route(object, headers: latin1).asURLRequest()
+        let utf8 = try route(encodable, headers: [.contentType("application/json; charset=utf-8")]).asURLRequest()
+
+        // Then
+        let escaped = #"{"city":"Z\u00fcrich \ud83c\udfd4"}"#
+        XCTAssertEqual(fromEncodable.httpBody.map { String(decoding: $0, as: UTF8.self) }, escaped)
+        XCTAssertEqual(fromObject.httpBody.map { String(decoding: $0, as: UTF8.self) }, escaped)
+        XCTAssertEqual(fromObject.value(forHTTPHeaderField: "Content-Type"), "application/json; charset=iso-8859-1")
+        let decoded = try JSONDecoder().decode([String: String].self, from: fromObject.httpBody ?? Data())
+        XCTAssertEqual(decoded, ["city": "Zürich 🏔"])
+        XCTAssertEqual(utf8.httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"city":"Zürich 🏔"}"#)
+
+        // The options' type counts as the connector's does; UTF-16 is refused before anything is sent.
+        let transport = FakeTransport.answering(.status(204))
+        let client = Connect(transport: transport, retryPolicy: nil)
+        let options = RequestOptions(headers: [.contentType("application/json; charset=utf-16")])
+        guard case .failure(let error) = result(of: client.response(for: route(object), options: options)),
+            case .bodyEncodingFailed(let reason)? = (error as? ConnectError)?.invalidRequestReason
+        else { return XCTFail("a JSON body under charset=utf-16 was sent") }
+        XCTAssertTrue(reason.contains("utf-16"), reason)
+        XCTAssertEqual(transport.requests.count, 0)
+    }
 }
