@@ -69,14 +69,30 @@ public struct JSONObject: Sendable, ParametersRepresentable {
     /// The keys, in the order written.
     public var keys: [String] { members.map(\.key) }
 
-    /// The value of `key`: `nil` when absent or `null`. Setting replaces the value in place, or appends the key.
+    /// The value of `key`: `nil` when absent or `null`. Setting replaces the value in place, or appends the key;
+    /// setting `nil` removes the key, as it does from a `[String: Any]` (which this object replaces): a PATCH built
+    /// with `object["nickname"] = user.nickname` leaves out a nickname the user has not got, rather than sending
+    /// `null`, which a server reads as "clear it". To send `null`, set ``JSONValue/null``, or write `nil` in a literal.
+    ///
+    /// ```swift
+    /// var changes: JSONObject = ["name": "Ada"]
+    /// changes["nickname"] = nickname          // nil: no "nickname" member
+    /// changes["avatar"] = JSONValue.null      // "avatar": null, to clear it
+    /// ```
     public subscript(key: String) -> Value {
         get { members.first { $0.key == key }?.value ?? nil }
         set {
-            if let index = members.firstIndex(where: { $0.key == key }) {
-                members[index].value = newValue
-            } else {
-                members.append((key, newValue))
+            let index = members.firstIndex { $0.key == key }
+            switch (index, newValue) {
+            case (let index?, nil):
+                members.remove(at: index)
+                if repeatedKey == key, members.filter({ $0.key == key }).count < 2 { repeatedKey = nil }
+            case (nil, nil):
+                break
+            case (let index?, let value):
+                members[index].value = value
+            case (nil, let value):
+                members.append((key, value))
             }
         }
     }

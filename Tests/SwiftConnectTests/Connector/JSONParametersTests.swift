@@ -81,6 +81,37 @@ final class JSONParametersTests: XCTestCase {
         }
     }
 
+    /// Setting `nil` through the subscript removes the key, as it does from the `[String: Any]` the object replaces:
+    /// a PATCH built member by member leaves out an optional the user has not got instead of sending `null` (which a
+    /// server reads as "clear it"); `JSONValue.null` sends `null`, and a literal's `nil` still does.
+    func testSettingNilRemovesTheKeyAndJSONValueNullSendsNull() throws {
+        // Given
+        let nickname: String? = nil
+        var changes: JSONObject = ["name": "Ada", "bio": "x", "age": 36]
+        changes["nickname"] = nickname
+        changes["bio"] = nil as String?
+        changes["avatar"] = JSONValue.null
+        changes["age"] = 37
+
+        // When
+        let patch = try sent(Route("/me", method: .patch, parameters: changes))
+        let query = try sent(Route("/search", method: .get, parameters: changes))
+
+        // Then
+        XCTAssertEqual(changes.keys, ["name", "age", "avatar"])
+        XCTAssertEqual(
+            patch.httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"name":"Ada","age":37,"avatar":null}"#)
+        XCTAssertEqual(query.url?.absoluteString, "https://api.test/search?name=Ada&age=37")
+        // A key given twice in a literal, one of them removed, is a key given once.
+        var twice: JSONObject = ["a": 1, "a": 2]
+        twice["a"] = nil
+        XCTAssertEqual(
+            try sent(Route("/p", method: .post, parameters: twice)).httpBody.map {
+                String(decoding: $0, as: UTF8.self)
+            },
+            #"{"a":2}"#)
+    }
+
     /// The route's mime type decides between JSON and a form, as Remotli's `mimeType` did.
     func testAFormContentTypeSendsFormFields() throws {
         let request = try sent(
