@@ -253,6 +253,8 @@ final class DebugOutputTests: XCTestCase {
                 HTTPHeader(name: "x-functions-key", value: "azure-function"),
                 HTTPHeader(name: "Authentication", value: "auth-header"),
                 HTTPHeader(name: "Idempotency-Key", value: "idempotency-visible"),
+                HTTPHeader(name: "X-Sentry-Auth", value: "Sentry sentry_key=sentry-public-key, sentry_version=7"),
+                HTTPHeader(name: "Fastly-Key", value: "fastly-api-token"),
             ],
             parameters: CompositeParameters(
                 .query(key: "key", value: "query-api-key"), .query(key: "SIG", value: "sas-signature"),
@@ -264,6 +266,7 @@ final class DebugOutputTests: XCTestCase {
         let output = logger.messages.joined(separator: "\n")
         for secret in [
             "query-api-key", "sas-signature", "cloudflare-key", "azure-subscription", "azure-function", "auth-header",
+            "sentry-public-key", "fastly-api-token",
         ] {
             XCTAssertFalse(output.contains(secret), "\(secret) leaked into the logs:\n\(output)")
         }
