@@ -806,18 +806,53 @@ package enum Redaction {
     /// Whether a JSON value has a sensitive key (or the `value` of a pair whose name is one: ``isNamedSecretValue(_:in:)``)
     /// at any depth, or a string quoting a URL with a secret in it (a
     /// presigned `download_url`, a relative `next` link: ``urlsInString(_:showing:)``).
-    static func containsSensitiveField(_ value: Any) -> Bool {
+    static func containsSensitiveField(_ value: Any, embedding: Int = 0) -> Bool {
         if let object = value as? [String: Any] {
             return object.contains { key, child in
                 isSensitiveField(key) || isNamedSecretValue(key, in: object) || urlsInString(key) != key
-                    || !graphQLSecretLiterals(ofMember: key, child).isEmpty || containsSensitiveField(child)
+                    || !graphQLSecretLiterals(ofMember: key, child).isEmpty
+                    || containsSensitiveField(child, embedding: embedding)
             }
         }
-        if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
+        if let array = value as? [Any] { return array.contains { containsSensitiveField($0, embedding: embedding) } }
         if let string = value as? String {
             return schemeCredential(in: string) != nil || urlsInString(string) != string
+                || embeddedRedacted(string, embedding: embedding) != nil
         }
         return false
+    }
+
+    /// The longest string a JSON value holds that is looked into as a document of its own
+    /// (``embeddedRedacted(_:embedding:)``).
+    static let embeddedDocumentLimit = 64 * 1024
+
+    /// `string` redacted as the document it holds, when it holds one with a secret: JSON an API carries as a string
+    /// (API Gateway's and Step Functions' `"body"` and `"input"`, SNS's `"Message"`: `"{\"password\":\"…\"}"`,
+    /// nested no deeper than 32 levels), or a URL-encoded form (`"user=amy&password=…"`). `nil` when it holds neither,
+    /// or one without a secret. Documents inside documents are looked into two levels down (`embedding` counts them),
+    /// so that the stack a redaction takes stays bounded.
+    package static func embeddedRedacted(_ string: String, embedding: Int = 0) -> String? {
+        guard embedding < 2, string.utf8.count <= embeddedDocumentLimit,
+            string.contains(where: { $0 == "=" || $0 == ":" })
+        else { return nil }
+        let trimmed = string.trimmingCharacters(in: .whitespacesAndNewlines)
+        if trimmed.hasPrefix("{") || trimmed.hasPrefix("[") {
+            let data = Data(trimmed.utf8)
+            guard !JSONDepth.exceeds(data, limit: 32), let value = JSONSyntax.value(of: data),
+                value is [String: Any] || value is [Any], containsSensitiveField(value, embedding: embedding + 1)
+            else { return nil }
+            let redacted = redactJSON(value, embedding: embedding + 1)
+            guard JSONSerialization.isValidJSONObject(redacted),
+                let written = try? JSONSerialization.data(withJSONObject: redacted, options: [.sortedKeys])
+            else { return placeholder }
+            return String(decoding: written, as: UTF8.self)
+        }
+        // A URL, relative ones too (`/upload?upload_token=…`), is read as one (``urlsInString(_:showing:)``), not as
+        // a form.
+        guard !trimmed.contains("://"), !trimmed.contains("?"), !trimmed.hasPrefix("/"), readsAsForm(trimmed)
+        else { return nil }
+        let hidden = redactedQuery(trimmed)
+        return hidden == trimmed ? nil : hidden
     }
 
     // MARK: - GraphQL documents
@@ -951,7 +986,7 @@ package enum Redaction {
     /// A JSON value with the values of sensitive keys (and of pairs named like a secret) replaced, and the secrets of the URLs its strings and its keys
     /// quote hidden (``urlsInString(_:showing:)``: a map of links keyed by URL), at any depth. An object two of whose
     /// keys would read alike once hidden is shown as the placeholder, rather than as one entry standing for two.
-    static func redactJSON(_ value: Any) -> Any {
+    static func redactJSON(_ value: Any, embedding: Int = 0) -> Any {
         if let object = value as? [String: Any] {
             var result: [String: Any] = [:]
             for (key, child) in object {
@@ -960,16 +995,18 @@ package enum Redaction {
                     result[urlsInString(key)] = graphQLText(document)
                     continue
                 }
-                result[urlsInString(key)] = hidden ? placeholder : redactJSON(child)
+                result[urlsInString(key)] = hidden ? placeholder : redactJSON(child, embedding: embedding)
             }
             return result.count == object.count ? result : placeholder
         }
-        if let array = value as? [Any] { return array.map(redactJSON) }
+        if let array = value as? [Any] { return array.map { redactJSON($0, embedding: embedding) } }
         if let string = value as? String {
             // `Bearer …` under a neutral key (a header list's `"X-Upstream"`): credentials whatever the name.
             if let credential = schemeCredential(in: string) {
                 return string.replacingCharacters(in: credential, with: placeholder)
             }
+            // JSON or a form carried as a string: its secrets hidden, as the document's.
+            if let embedded = embeddedRedacted(string, embedding: embedding) { return embedded }
             return urlsInString(string)
         }
         return value

@@ -891,6 +891,7 @@ enum RecordingRedaction {
         if let string = value as? String {
             return Redaction.schemeCredential(in: string) != nil
                 || Redaction.urlsInString(string, showing: redactedURLText) != string
+                || Redaction.embeddedRedacted(string) != nil
         }
         return false
     }
@@ -924,6 +925,9 @@ enum RecordingRedaction {
             if let credential = Redaction.schemeCredential(in: string) {
                 return string.replacingCharacters(in: credential, with: placeholder("credential"))
             }
+            // JSON or a form carried as a string (an API Gateway event's `"body"`), its secrets hidden as the logs
+            // hide them.
+            if let embedded = Redaction.embeddedRedacted(string) { return embedded }
             return Redaction.urlsInString(string, showing: redactedURLText)
         }
         return value

@@ -53,6 +53,36 @@ final class RecordingDataValuesTests: XCTestCase {
         XCTAssertFalse(try String(contentsOf: file, encoding: .utf8).contains("tok-DATA-12345678"))
     }
 
+    /// JSON or a form carried as a JSON string (an API Gateway event's `"body"`) keeps its secrets out of the file,
+    /// as the logs keep them out; the value stays a string, and one without a secret stays as it was.
+    func testTheSecretsOfJSONOrAFormCarriedAsAStringStayOut() throws {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(
+            .get, "/event",
+            with: .json(
+                string: #"{"body":"{\"user\":\"amy\",\"password\":\"pw-EMBEDDED-1234\"}","#
+                    + #""form":"user=amy&client_secret=cs-EMBEDDED-5678","plain":"{\"page\":2}"}"#))
+        let file = folder.appendingPathComponent("embedded.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: fake, mode: .record), retryPolicy: nil)
+
+        // When
+        _ = try recorder.request(RecordingEndpoint(baseURL: base, endpoint: "/event")).wait(timeout: 10)
+        let replayed = try replayedJSON(of: "/event", file: file)
+
+        // Then
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("pw-EMBEDDED-1234"), text)
+        XCTAssertFalse(text.contains("cs-EMBEDDED-5678"), text)
+        let body = try XCTUnwrap(replayed["body"] as? String)
+        XCTAssertEqual(
+            try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: String],
+            ["user": "amy", "password": "<redacted>"])
+        XCTAssertEqual(replayed["form"] as? String, "user=amy&client_secret=<redacted>")
+        XCTAssertEqual(replayed["plain"] as? String, #"{"page":2}"#)
+    }
+
     /// `Set-Cookie: beta=true` handed out "true" as a secret: every later `true` in a JSON body became a placeholder
     /// (invalid JSON) and `?archived=true` a query no replay matched. A cookie that holds data is not hidden by value;
     /// a session cookie's value still is, wherever a later exchange shows it.

@@ -296,6 +296,42 @@ final class DebugOutputTests: XCTestCase {
         XCTAssertTrue(output.contains(#""username":"amy""#), output)
     }
 
+    /// JSON or a form carried as a JSON string (an API Gateway event's `"body"`, a Step Functions `"input"`, an SNS
+    /// `"Message"`) has its secrets hidden as the document's: the string was shown as it came, `password` and all.
+    /// A string that holds no secret, or no document, is shown as it is.
+    func testSecretsOfJSONOrAFormCarriedAsAStringAreRedacted() throws {
+        // Given
+        let logger = MemoryLogger()
+        let answer =
+            #"{"body":"{\"user\":\"amy\",\"password\":\"hunter2-in-json\"}","#
+            + #""input":"user=amy&client_secret=s3cr3t-in-form","#
+            + #""nested":"{\"Message\":\"{\\\"token\\\":\\\"tok-two-deep\\\"}\"}","#
+            + #""plain":"{\"page\":2}","filter":"status=active","note":"a: b"}"#
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: answer)), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger))
+        let request = try Endpoint(
+            endpoint: "/events", method: .post,
+            parameters: Parameter.body(
+                Data(#"{"input":"{\"password\":\"hunter2-sent\"}"}"#.utf8), contentType: "application/json")
+        ).asURLRequest()
+
+        // When
+        _ = value(of: connect.request(Endpoint(endpoint: "/events"), debugResponse: true))
+        let command = cURLCommand(for: request)
+
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        for secret in ["hunter2-in-json", "s3cr3t-in-form", "tok-two-deep"] {
+            XCTAssertFalse(output.contains(secret), "\(secret) leaked:\n\(output)")
+        }
+        XCTAssertFalse(command.contains("hunter2-sent"), command)
+        XCTAssertTrue(output.contains("amy"), output)
+        XCTAssertTrue(output.contains(#"{\"page\":2}"#), output)
+        XCTAssertTrue(output.contains("status=active"), output)
+        XCTAssertTrue(output.contains("a: b"), output)
+    }
+
     func testSecretFormFieldsAreRedacted() throws {
         // Given
         let request = try Endpoint(
