@@ -157,7 +157,8 @@ public enum TransportConformance {
         methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, unsendableRequestsAreRefused,
         fragmentStaysHome, statusesAreResponses,
         redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, deadlineCoversTheBody,
-        cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody, refusedConnection,
+        deadlineEndsATricklingBody, cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody,
+        refusedConnection,
         bodySentAgain,
         resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, undecodedCodingIsRefused,
         truncatedCompressedBody, downloadToAFile,
@@ -441,6 +442,7 @@ public enum TransportConformance {
             let elapsed = Date().timeIntervalSince(started)
             try context.expect(error.kind == .timedOut, "in memory: expected timedOut, got \(error.kind): \(error)")
             try context.expect(elapsed >= 0.5, "in memory: a 0.5 s deadline ended after \(elapsed) s")
+            try context.expect(elapsed < 5, "in memory: a 0.5 s deadline ended after \(elapsed) s, not at its time")
 
             let connect = Connect(transport: context.makeTransport(), retryPolicy: nil)
             let stream = connect.stream(SwiftConnect.Route("/stalls", baseURL: server.baseURL, timeout: 0.5))
@@ -463,6 +465,32 @@ public enum TransportConformance {
             guard case .failure(let failure as ConnectError) = outcome, failure.kind == .timedOut else {
                 throw Failure(description: "streamed: expected timedOut, got \(outcome)")
             }
+        }
+    }
+
+    /// The request's timeout bounds the exchange, not the time between two bytes: a body that keeps coming, a chunk
+    /// every 0.1 s, still ends at the deadline. A server that goes silent cannot tell the two apart; this one can: a
+    /// timer each byte re-arms (URLSession's `timeoutInterval`, an idle timeout) never fires, and the exchange runs
+    /// as long as the body does.
+    static let deadlineEndsATricklingBody = Check(name: "deadline ends a trickling body") { context in
+        try context.withServer { server in
+            server.route("GET", "/trickles") { _ in
+                LocalServer.Response.text("x").withFault(.trickle(chunk: Data("x".utf8), interval: 0.1))
+            }
+            let started = Date()
+            // Waited for 6 s, not the suite's 30: a transport that has not ended it by then has failed anyway.
+            let error: ConnectError
+            switch try context.send(request(server, "/trickles", timeout: 0.5), within: 6) {
+            case .success(let response): throw Failure(description: "expected timedOut, got a \(response.statusCode)")
+            case .failure(let failure as ConnectError): error = failure
+            case .failure(let failure): throw Failure(description: "expected a ConnectError, got \(failure)")
+            }
+            let elapsed = Date().timeIntervalSince(started)
+            try context.expect(error.kind == .timedOut, "expected timedOut, got \(error.kind): \(error)")
+            try context.expect(
+                elapsed < 5,
+                "a 0.5 s deadline ended after \(elapsed) s while the body kept coming: a timer each byte re-arms is an "
+                    + "idle timeout, not the exchange's deadline")
         }
     }
 
