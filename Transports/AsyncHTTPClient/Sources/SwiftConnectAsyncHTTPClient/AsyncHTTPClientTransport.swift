@@ -104,7 +104,9 @@ public final class AsyncHTTPClientTransport: Transport {
     /// The configuration of a transport's own client: AsyncHTTPClient's defaults, with its decompression off, and a
     /// connection that cannot be made failing at once (``SwiftConnect/RetryPolicy`` decides what is tried again).
     /// The transport turns redirect following off in whatever configuration it is given: it follows redirects
-    /// itself, by SwiftConnect's rules.
+    /// itself, by SwiftConnect's rules. AsyncHTTPClient's own tracing is off (`tracing.tracer = nil`): it would make
+    /// a second span per request with the bootstrapped tracer, its URL's query in clear; the Tracing package's
+    /// `TracingObserver` makes the call's spans.
     ///
     /// gzip and deflate bodies are still decoded, by SwiftConnect's core, which asks for them in `Accept-Encoding`:
     /// in parts of at most 64 KiB that the size limit and a stream's back-pressure see, so a small body that
@@ -116,6 +118,10 @@ public final class AsyncHTTPClientTransport: Transport {
         // A connection that cannot be made fails the request at once, as with URLSession, instead of being tried
         // again until the connect timeout: SwiftConnect's RetryPolicy decides what is tried again, and when.
         configuration.connectionPool.retryConnectionEstablishment = false
+        // No span of AsyncHTTPClient's own: it would take the tracer bootstrapped at this moment and make a second
+        // CLIENT span per hop, the root of a trace of its own, with the URL's query in clear (`url.full`, `url.query`:
+        // `?api_key=…`). The Tracing package's `TracingObserver` makes the call's spans, their URLs redacted.
+        if #available(macOS 10.15, iOS 13, tvOS 13, watchOS 6, *) { configuration.tracing.tracer = nil }
         return configuration
     }
 
@@ -151,7 +157,10 @@ public final class AsyncHTTPClientTransport: Transport {
     /// Give it a client configured with `redirectConfiguration: .disallow`, so that redirects follow SwiftConnect's
     /// rules, and with `connectionPool.retryConnectionEstablishment = false`, as ``defaultConfiguration`` has: else a
     /// connection that cannot be made is tried again until the client's connect timeout, and the call fails as timed
-    /// out at its deadline, not as `.cannotConnect` at once. A client that follows redirects by itself applies AsyncHTTPClient's rules first, which remove
+    /// out at its deadline, not as `.cannotConnect` at once. With a tracer bootstrapped, also set
+    /// `tracing.tracer = nil`: AsyncHTTPClient would make a span of its own per request, its URL's query
+    /// (`?api_key=…`) in clear, beside `TracingObserver`'s. A client that follows redirects by itself applies
+    /// AsyncHTTPClient's rules first, which remove
     /// `Authorization`, `Cookie` and `Proxy-Authorization` on a change of origin but not the other credential
     /// headers SwiftConnect removes (`X-Api-Key`, `*-Token`…), and follows them where pins cannot be checked: with
     /// `pins`, every request over such a client (`HTTPClient.shared` is one), or one whose configuration cannot be

@@ -220,6 +220,14 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
     }
 
+    /// A transport's own client makes no span of AsyncHTTPClient's: with a tracer bootstrapped, AsyncHTTPClient's
+    /// default configuration takes it and makes a second span per request, `url.query` in clear.
+    func testTheDefaultConfigurationTurnsAsyncHTTPClientsOwnTracingOff() {
+        XCTAssertNil(AsyncHTTPClientTransport.defaultConfiguration.tracing.tracer)
+        XCTAssertNotNil(
+            HTTPClient.Configuration().tracing.tracer, "AsyncHTTPClient's default takes the system's tracer")
+    }
+
     /// A transport made over the app's client refuses requests after its `shutdown()` as one with its own client
     /// does, though the app's client keeps running (it sent them on before).
     func testATransportOverAnAppsClientRefusesRequestsAfterItsShutdown() async throws {
