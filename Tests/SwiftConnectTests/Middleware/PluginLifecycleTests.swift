@@ -188,6 +188,24 @@ final class PluginLifecycleTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    /// The same with a response cache: its stage refused the request itself, before the plugins' and observers'
+    /// stage, which heard nothing (a monitor missed the failure, an observer saw a call end after no attempt).
+    func testAMiddlewaresHeaderWithCRLFIsToldAsRefusedWithACache() throws {
+        let events = Recorder<String>()
+        let transport = FakeTransport.answering(.status(200))
+        let observer = ConnectObserverTests.RecordingObserver()
+        let connect = Connect(
+            transport: transport, middlewares: [.adapter { $0.setValue("a\nb", forHTTPHeaderField: "X-A") }],
+            retryPolicy: nil, responseCache: ResponseCache(defaultRule: CacheRule(timeToLive: 60)),
+            settings: Connect.Settings(options: RequestOptions(plugins: [recording(events)]), observers: [observer]))
+        let error = connectError(of: connect.request(Endpoint()))
+        XCTAssertEqual(error?.invalidRequestReason, .invalidHeader(name: "X-A"))
+        settle(events, count: 2)
+        XCTAssertEqual(events.values, ["will /items #1", "fail invalidRequest"])
+        XCTAssertEqual(observer.events.values.filter { $0.hasPrefix("start") || $0.hasPrefix("end") }.count, 2)
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
     /// The call's deadline passes while a slow middleware holds the request, which it then hands on: nothing is sent
     /// (the call is over). Plugins heard of a send, then of a failure as "cancelled": a monitor counted a timeout as
     /// the user's cancellation, and a send that never happened. Now they hear nothing, as observers do.

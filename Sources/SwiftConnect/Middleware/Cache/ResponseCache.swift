@@ -1782,9 +1782,10 @@ struct ResponseCacheStage: Middleware {
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        // A request the wire would refuse (a field with CR or LF a stage set, say) is refused here too: a stored
-        // answer must not make it succeed, nor its write remove what is stored.
-        if let problem = request.wireProblem(bodyFile: context.transfer.bodyFile) { return Future(error: problem) }
+        // A request the wire would refuse (a field with CR or LF a stage set, say) goes on, uncached, to the
+        // transport's door, which refuses it and tells the plugins and observers: a stored answer must not make it
+        // succeed, nor its write remove what is stored.
+        if request.wireProblem(bodyFile: context.transfer.bodyFile) != nil { return next(request) }
         // The values as the wire has them, without the blanks around them that the transport's door trims: the
         // credentials of the key and the fields `Vary` names are compared as sent.
         request.headerFields.trimBlanks()
