@@ -112,7 +112,7 @@ public final class URLSessionTransport: Transport {
     /// delegate the cookies to keep, as the public initializers do.
     init(configuration: URLSessionConfiguration, delegate: SessionDelegate, pins: CertificatePins = CertificatePins()) {
         self.pins = pins
-        let (configuration, secretHeaders) = Self.takingOverSecretHeaders(of: configuration)
+        let (configuration, secretHeaders) = Self.takingOverSecretHeaders(of: Self.withUsableTimeouts(configuration))
         sessionSecretHeaders = secretHeaders
         reflectionHidden = Unreflected(
             (URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil), delegate),

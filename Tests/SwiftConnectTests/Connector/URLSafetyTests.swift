@@ -277,6 +277,38 @@ final class URLSafetyTests: XCTestCase {
         XCTAssertEqual(server.requestCount(for: "GET", path: "/ok"), 2)
     }
 
+    /// A session whose own request timeout is infinite (or too large for milliseconds), as one leaving idle timing to
+    /// `RequestOptions.idleTimeout` sets it: FoundationNetworking converts it for every request before it looks at
+    /// the request's, and stopped the process.
+    func testASessionTimeoutTooLargeForFoundationNetworkingGoesThrough() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/ok") { _ in .json(["ok": true]) }
+        for seconds in [TimeInterval.infinity, 1e300, .nan] {
+            let configuration = URLSessionTransport.defaultConfiguration
+            configuration.timeoutIntervalForRequest = seconds
+            configuration.timeoutIntervalForResource = seconds
+            let connect = Connect(transport: URLSessionTransport(configuration: configuration), retryPolicy: nil)
+            XCTAssertNoThrow(try connect.request(Endpoint(baseURL: server.baseURL, endpoint: "/ok")).wait(timeout: 30))
+        }
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/ok"), 3)
+    }
+
+    /// A request's own timeout, not the session's, bounds a plain request (a GET, no body): FoundationNetworking
+    /// takes the session's `timeoutIntervalForRequest` for a request whose timeout it was never told was set (one
+    /// made with `URLRequest(url:cachePolicy:timeoutInterval:)`), so a 10 s request on a 1 s session failed at 1 s,
+    /// said as "the timeout of 10 s".
+    func testARequestsOwnTimeoutOutlastsAShorterSessionTimeout() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/slow") { _ in LocalServer.Response.json(["ok": true]).delayed(by: 2) }
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.timeoutIntervalForRequest = 1
+        let connect = Connect(transport: URLSessionTransport(configuration: configuration), retryPolicy: nil)
+        XCTAssertNoThrow(
+            try connect.request(Endpoint(baseURL: server.baseURL, endpoint: "/slow", timeout: 10)).wait(timeout: 30))
+    }
+
     private struct TimeoutMiddleware: Middleware {
         let seconds: TimeInterval
         func intercept(

@@ -24,18 +24,22 @@ extension URLSessionTransport {
     /// Defect: FoundationNetworking truncates a request's timeout to whole seconds for its timer: a timeout under a
     /// second (set with `timeoutInterval =`) failed the request within milliseconds, and 1.5 s failed it after 1 s.
     /// The transport's deadline enforces the request's own timeout on every platform, so a timeout that is not a
-    /// whole number of seconds goes to FoundationNetworking rounded up, plus a second. Whole-second timeouts, the
-    /// default 60 s among them, go as they are: FoundationNetworking then still applies the configuration's
-    /// `timeoutIntervalForRequest` to a request whose own timeout was never set, as before.
+    /// whole number of seconds goes to FoundationNetworking rounded up, plus a second.
+    ///
+    /// Defect: FoundationNetworking applies the session's `timeoutIntervalForRequest` to a request whose timeout it
+    /// was never told was set: one made with `URLRequest(url:cachePolicy:timeoutInterval:)`, as the core makes them,
+    /// keeps its "set" flag false. A 10 s request on a session of 1 s failed at 1 s (a plain GET; a request with a
+    /// body took its own). Every timeout is set through the setter, whole seconds too.
     ///
     /// Test: `TimeoutPrecisionTests` (`testAFractionalTimeoutIsNotCutToWholeSeconds`,
-    /// `testAHalfSecondTimeoutLetsAnAnswerAfterATenthOfASecondThrough`).
+    /// `testAHalfSecondTimeoutLetsAnAnswerAfterATenthOfASecondThrough`),
+    /// `URLSafetyTests.testARequestsOwnTimeoutOutlastsAShorterSessionTimeout`.
     static func forSession(_ request: URLRequest) -> URLRequest {
         #if canImport(FoundationNetworking)
             let timeout = request.timeoutInterval
-            guard timeout > 0, timeout.isFinite, timeout.rounded(.down) != timeout else { return request }
+            guard timeout > 0, timeout.isFinite else { return request }
             var request = request
-            request.timeoutInterval = timeout.rounded(.up) + 1
+            request.timeoutInterval = timeout.rounded(.down) == timeout ? timeout : timeout.rounded(.up) + 1
             return request
         #else
             return request
@@ -109,6 +113,25 @@ extension URLSessionTransport {
         var request = request
         request.timeoutInterval = longestTimeout
         return request
+    }
+
+    /// `configuration` with timeouts FoundationNetworking can take: a copy, when one of its own is too large for
+    /// whole milliseconds (`.infinity`, `1e300`) or NaN, a year in its place.
+    ///
+    /// Defect: FoundationNetworking converts the session's `timeoutIntervalForRequest` to milliseconds for every
+    /// request, before it looks at the request's own, and stops the process when they do not fit: a session made to
+    /// leave idle timing to ``RequestOptions/idleTimeout`` (`timeoutIntervalForRequest = .infinity`) stopped it at its
+    /// first request. Applied on every platform, where a year is as good as never.
+    ///
+    /// Test: `URLSafetyTests.testASessionTimeoutTooLargeForFoundationNetworkingGoesThrough`.
+    static func withUsableTimeouts(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
+        let usable = { (seconds: TimeInterval) in seconds <= longestTimeout }
+        guard !usable(configuration.timeoutIntervalForRequest) || !usable(configuration.timeoutIntervalForResource),
+            let copy = configuration.copy() as? URLSessionConfiguration
+        else { return configuration }
+        if !usable(copy.timeoutIntervalForRequest) { copy.timeoutIntervalForRequest = longestTimeout }
+        if !usable(copy.timeoutIntervalForResource) { copy.timeoutIntervalForResource = longestTimeout }
+        return copy
     }
 }
 
