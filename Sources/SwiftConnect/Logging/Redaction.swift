@@ -1019,10 +1019,18 @@ package enum Redaction {
             return String(decoding: text.utf8.prefix(limit), as: UTF8.self) + "\n… (\(total) bytes in all)"
         }
         guard total > limit else { return secrets.hiding(in: text) }
-        // Hidden over a window that reaches past the cut by the longest secret: a secret that starts before the
-        // cut ends inside it, and is hidden whole.
-        let window = String(decoding: text.utf8.prefix(limit &+ secrets.longestLength), as: UTF8.self)
-        let hidden = secrets.hiding(in: window)
+        // Hidden over a window that reaches past the cut by the longest secret, once hidden: a secret that starts
+        // before the cut ends inside it, and is hidden whole. Hiding shrinks what comes before (a 21-byte token is
+        // `<redacted>`), which slid the echo the window ended inside, in part, under the cut: the window grows until
+        // its hidden text still reaches that far, or holds the whole text.
+        let reach = limit &+ secrets.longestLength
+        var windowLength = reach
+        var hidden = ""
+        while true {
+            hidden = secrets.hiding(in: String(decoding: text.utf8.prefix(windowLength), as: UTF8.self))
+            if windowLength >= total || hidden.utf8.count >= reach { break }
+            windowLength = min(total, windowLength &* 2)
+        }
         return String(decoding: hidden.utf8.prefix(limit), as: UTF8.self) + "\n… (\(total) bytes in all)"
     }
 }

@@ -64,6 +64,23 @@ final class SecretAtTheCutTests: XCTestCase {
         }
     }
 
+    /// Echoes before the cut shrink as they are hidden (21 bytes to 10): the echo the hiding window ends inside slid
+    /// under the cut, its start shown. The window reaches far enough past the cut once hidden.
+    func testASecretEchoedManyTimesBeforeTheExcerptCutIsHiddenWhole() throws {
+        // Given: a plain-text error body of nothing but echoes of the token
+        let body = String(repeating: Self.secret + " ", count: 30)
+        let transport = FakeTransport(
+            fallback: .data(Data(body.utf8), status: 500, headers: ["Content-Type": "text/plain"]))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        // When
+        let error = try connectError(connect.request(endpoint()))
+        // Then
+        for text in texts(of: error) {
+            XCTAssertFalse(text.contains(Self.start), "part of the secret shows: …\(text.suffix(120))")
+        }
+        XCTAssertTrue(error.debugDescription.contains("<redacted>"), error.debugDescription)
+    }
+
     func testASecretTheDebugOutputCutWouldSplitIsHiddenWhole() throws {
         // Given: a successful body that echoes the token across the debug output's 64 KiB cut
         let body = String(repeating: "z", count: 64 * 1024 - 10) + " " + Self.secret
