@@ -16,10 +16,23 @@ package enum JSONDepth {
     /// JSON is measured as far as it goes, and a stray closing bracket never takes the depth below zero.
     ///
     /// - Parameters:
-    ///   - data: The JSON text, in UTF-8 (any byte of a multi-byte character is above ASCII, so never a bracket).
+    ///   - data: The JSON text, in UTF-8 (any byte of a multi-byte character is above ASCII, so never a bracket), or
+    ///     in the UTF-16 or UTF-32 its byte order mark or its first character says, as Foundation's parser reads it
+    ///     (measured once transcoded: `∀` is `22 00` in UTF-16LE, a quote to a byte scan, which then never left the
+    ///     "string" and let 500 levels through).
     ///   - limit: The deepest nesting allowed.
     /// - Returns: `true` as soon as the nesting goes beyond `limit`.
     package static func exceeds(_ data: Data, limit: Int) -> Bool {
+        let start = data.startIndex
+        if data.count >= 2, data[start] == 0 || data[start + 1] == 0 || data[start] == 0xFE || data[start] == 0xFF {
+            // Text that does not transcode is no JSON Foundation parses: measured as its bytes, as before.
+            return scanExceeds(JSONSyntax.utf8(data) ?? data, limit: limit)
+        }
+        return scanExceeds(data, limit: limit)
+    }
+
+    /// ``exceeds(_:limit:)`` for UTF-8 text.
+    private static func scanExceeds(_ data: Data, limit: Int) -> Bool {
         data.withUnsafeBytes { bytes in
             var depth = 0
             var inString = false

@@ -96,6 +96,17 @@ final class JSONDepthGuardTests: XCTestCase {
         XCTAssertFalse(JSONDepth.exceeds(Data([0xFF, 0xFE, 0x00, 0x5B, 0x5D]), limit: 1), "binary")
     }
 
+    /// UTF-16 and UTF-32 JSON, which Foundation parses, is measured as its characters: `∀` (U+2200) is `00 22` in
+    /// UTF-16LE, a quote to a byte scan, which then never left the "string" and let 500 levels through.
+    func testUTF16AndUTF32TextIsMeasuredAsItsCharacters() {
+        let deep = "[\"∀\"," + Self.nestedArrays(depth: 500) + "]"
+        for encoding: String.Encoding in [.utf16LittleEndian, .utf16BigEndian, .utf32LittleEndian, .utf16, .utf32] {
+            let data = deep.data(using: encoding)!
+            XCTAssertTrue(JSONDepth.exceeds(data, limit: 128), "\(encoding)")
+            XCTAssertFalse(JSONDepth.exceeds(#"["∀", [1]]"#.data(using: encoding)!, limit: 2), "\(encoding)")
+        }
+    }
+
     func testAMillionLevelsAreMeasuredWithoutRecursion() {
         let deep = Data(Self.nestedArrays(depth: 1_000_000).utf8)
         let result = onWorkerSizedStack {
