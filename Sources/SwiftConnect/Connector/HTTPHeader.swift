@@ -134,6 +134,7 @@ extension HTTPHeader {
         "authkey", "subscriptionkey", "functionskey", "credential", "session", "signature", "private", "dpop",
         "codeverifier", "assertion", "passphrase", "appkey", "applicationkey", "licensekey", "masterkey", "adminkey",
         "clientkey", "signingkey", "encryptionkey", "devicecode", "sentryauth", "fastlykey",
+        "jwt",
     ]
 
     /// Whether a header with this name carries a secret: its value is hidden in logs, descriptions and cURL
@@ -148,7 +149,8 @@ extension HTTPHeader {
     /// (a JWT a client authenticates with: `client_assertion`, RFC 7523), `passphrase`, or a key named for what it
     /// opens: `appkey`, `applicationkey` (`DD-APPLICATION-KEY`), `licensekey`, `masterkey`, `adminkey`, `clientkey`,
     /// `signingkey`, `encryptionkey` (a key that opens nothing, such as `Idempotency-Key`, is shown), or a service's
-    /// own credential header: `sentryauth` (`X-Sentry-Auth`), `fastlykey` (`Fastly-Key`). A name that ends
+    /// own credential header: `sentryauth` (`X-Sentry-Auth`), `fastlykey` (`Fastly-Key`); or `jwt` (Strapi's login
+    /// answers `"jwt"`). A name that ends
     /// with `assertiontype` or `tokentype` (`client_assertion_type`, `token_type`) names the public type of a
     /// credential, and is shown. Query items
     /// and body fields are recognised by the same list; a query item named exactly `key`, `sig` or `code` (API keys,

@@ -816,10 +816,28 @@ package enum Redaction {
         }
         if let array = value as? [Any] { return array.contains { containsSensitiveField($0, embedding: embedding) } }
         if let string = value as? String {
-            return schemeCredential(in: string) != nil || urlsInString(string) != string
+            return schemeCredential(in: string) != nil || isJSONWebToken(string) || urlsInString(string) != string
                 || embeddedRedacted(string, embedding: embedding) != nil
         }
         return false
+    }
+
+    /// Whether `string` is a JSON Web Token (RFC 7519): a signed one's three base64url parts, or an encrypted one's
+    /// five, the first a JSON header (`eyJ`, the base64 of `{"`). A credential whatever its name: Strapi answers a
+    /// login with `"jwt"`, Django REST framework's SimpleJWT with `"access"` and `"refresh"`.
+    package static func isJSONWebToken(_ string: String) -> Bool {
+        guard string.utf8.count >= 24, string.hasPrefix("eyJ") else { return false }
+        var parts = 1
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "."): parts += 1
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"):
+                continue
+            default: return false
+            }
+        }
+        return parts == 3 || parts == 5
     }
 
     /// The longest string a JSON value holds that is looked into as a document of its own
@@ -945,6 +963,7 @@ package enum Redaction {
             return array.flatMap { secretStrings(of: $0, underSensitiveKey: underSensitiveKey) }
         }
         if underSensitiveKey, let string = value as? String, readsAsCredential(string) { return [string] }
+        if let string = value as? String, isJSONWebToken(string) { return [string] }
         return []
     }
 
@@ -1005,6 +1024,7 @@ package enum Redaction {
             if let credential = schemeCredential(in: string) {
                 return string.replacingCharacters(in: credential, with: placeholder)
             }
+            if isJSONWebToken(string) { return placeholder }
             // JSON or a form carried as a string: its secrets hidden, as the document's.
             if let embedded = embeddedRedacted(string, embedding: embedding) { return embedded }
             return urlsInString(string)

@@ -382,6 +382,9 @@ package struct SecretValues: Sendable, Equatable {
             }
         } else if let array = value as? [Any] {
             for child in array { collectJSONSecrets(child, underSensitiveKey: underSensitiveKey, into: &found) }
+        } else if let string = value as? String, !underSensitiveKey, Redaction.isJSONWebToken(string) {
+            // A token whatever its name (`"access": "eyJ…"`).
+            found.append(string)
         } else if underSensitiveKey {
             if let string = value as? String {
                 found.append(string)

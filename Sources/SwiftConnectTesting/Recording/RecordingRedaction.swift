@@ -740,7 +740,7 @@ enum RecordingRedaction {
         } else if let array = value as? [Any] {
             for child in array { collectSecretStrings(child, underSecretKey: underSecretKey, into: &found) }
         } else if let string = value as? String {
-            if underSecretKey {
+            if underSecretKey || Redaction.isJSONWebToken(string) {
                 found.append(string)
             } else if let credential = Redaction.schemeCredential(in: string) {
                 found.append(String(string[credential]))
@@ -889,7 +889,7 @@ enum RecordingRedaction {
         }
         if let array = value as? [Any] { return array.contains(where: containsSecretKey) }
         if let string = value as? String {
-            return Redaction.schemeCredential(in: string) != nil
+            return Redaction.schemeCredential(in: string) != nil || Redaction.isJSONWebToken(string)
                 || Redaction.urlsInString(string, showing: redactedURLText) != string
                 || Redaction.embeddedRedacted(string) != nil
         }
@@ -925,6 +925,8 @@ enum RecordingRedaction {
             if let credential = Redaction.schemeCredential(in: string) {
                 return string.replacingCharacters(in: credential, with: placeholder("credential"))
             }
+            // A JSON Web Token whatever its name (`"access": "eyJ…"`, Django REST framework's SimpleJWT).
+            if Redaction.isJSONWebToken(string) { return placeholder("jwt") }
             // JSON or a form carried as a string (an API Gateway event's `"body"`), its secrets hidden as the logs
             // hide them.
             if let embedded = Redaction.embeddedRedacted(string) { return embedded }

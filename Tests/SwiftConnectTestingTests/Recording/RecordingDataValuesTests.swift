@@ -83,6 +83,29 @@ final class RecordingDataValuesTests: XCTestCase {
         XCTAssertEqual(replayed["plain"] as? String, #"{"page":2}"#)
     }
 
+    /// A JSON Web Token under a name no rule knows (SimpleJWT's `"access"`) stays out of the file, and so does the
+    /// next request's echo of it (`Authorization` aside: a header named as a secret is hidden anyway).
+    func testAJSONWebTokenStaysOutWhateverItsName() throws {
+        // Given
+        let token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbXkifQ.c2lnbmF0dXJlLXJlY29yZA"
+        let fake = FakeTransport()
+        fake.stub(.post, "/token", with: .json(string: #"{"access":"\#(token)","expires":300}"#))
+        fake.stub(.get, "/me", with: .json(string: #"{"name":"amy"}"#))
+        let file = folder.appendingPathComponent("jwt.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: fake, mode: .record), retryPolicy: nil)
+
+        // When
+        _ = try recorder.request(RecordingEndpoint(baseURL: base, endpoint: "/token", method: .post)).wait(timeout: 10)
+        _ = try recorder.request(RecordingEndpoint(baseURL: base, endpoint: "/me?t=\(token)")).wait(timeout: 10)
+
+        // Then
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("c2lnbmF0dXJlLXJlY29yZA"), text)
+        XCTAssertTrue(text.contains("<redacted:jwt>"), text)
+        XCTAssertTrue(text.contains(#"\"expires\":300"#), text)
+    }
+
     /// `Set-Cookie: beta=true` handed out "true" as a secret: every later `true` in a JSON body became a placeholder
     /// (invalid JSON) and `?archived=true` a query no replay matched. A cookie that holds data is not hidden by value;
     /// a session cookie's value still is, wherever a later exchange shows it.

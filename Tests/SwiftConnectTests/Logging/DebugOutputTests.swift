@@ -332,6 +332,32 @@ final class DebugOutputTests: XCTestCase {
         XCTAssertTrue(output.contains("a: b"), output)
     }
 
+    /// JSON Web Tokens under names no rule knows (Strapi's `"jwt"`, SimpleJWT's `"access"` and `"refresh"`) are
+    /// hidden, and so are their echoes; a dotted string that is no token is shown.
+    func testJSONWebTokensAreHiddenWhateverTheirName() throws {
+        // Given
+        let logger = MemoryLogger()
+        let access = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbXkifQ.c2lnbmF0dXJlLWFjY2Vzcw"
+        let refresh = "eyJhbGciOiJIUzI1NiJ9.eyJyZWZyZXNoIjp0cnVlfQ.c2lnbmF0dXJlLXJlZnJlc2g"
+        let strapi = "eyJhbGciOiJIUzI1NiJ9.eyJpZCI6MX0.c2lnbmF0dXJlLXN0cmFwaQ"
+        let answer =
+            #"{"access":"\#(access)","refresh":"\#(refresh)","jwt":"\#(strapi)","version":"1.2.3","#
+            + #""echo":"your token is \#(access)"}"#
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: answer)), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger))
+
+        // When
+        _ = value(of: connect.request(Endpoint(endpoint: "/token"), debugResponse: true))
+
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        for token in [access, refresh, strapi] {
+            XCTAssertFalse(output.contains(token), "\(token) leaked:\n\(output)")
+        }
+        XCTAssertTrue(output.contains("1.2.3"), output)
+    }
+
     func testSecretFormFieldsAreRedacted() throws {
         // Given
         let request = try Endpoint(
