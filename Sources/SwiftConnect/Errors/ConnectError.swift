@@ -279,6 +279,28 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             body: body, underlyingError: underlyingError)
     }
 
+    /// An error about `response`, for a custom ``ErrorHandling``: its request, status, header fields and body kept as
+    /// the client reported them, as the default ``ErrorHandler`` keeps them. Prefer it to passing `response.request`
+    /// and `response.response` to ``init(_:message:request:response:body:underlyingError:)``: Foundation's request
+    /// does not carry the secret values a connector declared (a secret path value, ``ConnectRequest/declaredSecrets``),
+    /// which then showed in the error's descriptions.
+    ///
+    /// ```swift
+    /// func handle(_ response: ConnectResponse) -> (any Error)? {
+    ///     guard response.statusCode == 429 else { return ErrorHandler().handle(response) }
+    ///     return ConnectError(.serverMessage, message: "slow down", response: response)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - kind: The stage that failed; ``Kind/serverMessage`` for a message the server gave.
+    ///   - message: What went wrong.
+    ///   - response: The response the error is about.
+    public init(_ kind: Kind, message: String, response: ConnectResponse) {
+        self.init(
+            kind, message: message, request: response.storedRequest, head: response.storedHead, body: response.data)
+    }
+
     /// An error with its request and response kept as they were reported: the core's model stays so, and
     /// Foundation's types are made from it only when ``request`` or ``response`` is read.
     init(

@@ -45,9 +45,8 @@ public struct XMLErrorHandler: ErrorHandling {
     /// response's status, headers and body kept; `fallback`'s answer for any other body.
     public func handle(_ response: ConnectResponse) -> (any Error)? {
         guard let message = Self.message(of: response) else { return fallback.handle(response) }
-        return ConnectError(
-            .serverMessage, message: message, request: response.request, response: response.response,
-            body: response.data)
+        // Made from the response itself: its request keeps the secrets the connector declared, hidden in the error.
+        return ConnectError(.serverMessage, message: message, response: response)
     }
 
     /// The message of `response`'s body if it is XML with one.

@@ -29,6 +29,31 @@ final class XMLErrorHandlerTests: XCTestCase {
         return error as? ConnectError
     }
 
+    /// A connector's secret path value (`/password-reset/{token}`) stays out of the error, as the default handler
+    /// keeps it out: the error was made from Foundation's request, which does not carry it.
+    func testASecretPathValueStaysOutOfTheError() throws {
+        struct Reset: Connector {
+            var baseURL: URL { URL(string: "https://api.test")! }
+            var endpoint: String { "/password-reset/{token}" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: (any ParametersRepresentable)? { Parameter.path(key: "token", value: "T0KEN-XML-9876") }
+        }
+        let body = "<Error><Code>NoSuchKey</Code><Message>missing</Message></Error>"
+        for handler: any ErrorHandling in [XMLErrorHandler(), ErrorHandler()] {
+            let transport = FakeTransport.answering(
+                .data(Data(body.utf8), status: 404, headers: ["Content-Type": "application/xml"]))
+            let connect = Connect(transport: transport, errorHandler: handler, retryPolicy: nil)
+            guard case .failure(let error) = Result(catching: { try connect.request(Reset()).wait(timeout: 30) })
+            else { return XCTFail("expected the call to fail") }
+            var dumped = ""
+            dump(error, to: &dumped)
+            for text in ["\(error)", String(reflecting: error), dumped] {
+                XCTAssertFalse(text.contains("T0KEN-XML-9876"), "\(type(of: handler)): \(text)")
+            }
+        }
+    }
+
     func testAnS3ErrorGivesItsCodeAndItsMessage() {
         let body = """
             <?xml version="1.0" encoding="UTF-8"?>
