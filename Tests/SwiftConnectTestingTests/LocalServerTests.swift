@@ -144,6 +144,37 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(received.bodyText, "name=swift")
     }
 
+    /// Requests a real server refuses are refused here too, not served: a target that is neither a path nor an
+    /// absolute URL (`?q=1`, `items/1`: a transport that left out the path), an HTTP/1.1 request with no `Host` or
+    /// two; and an empty path segment is no value for a `:name` capture. Else a client's bug passed its tests.
+    func testMalformedTargetsMissingOrRepeatedHostsAndEmptyCapturesAreNotServed() throws {
+        // Given
+        server.route("GET", "/") { _ in .text("root") }
+        server.route("GET", "/items/:id") { request in .text("item \(request.pathParameters["id"] ?? "-")") }
+        server.route("OPTIONS", "*") { _ in .text("options") }
+        let refused = [
+            "GET ?q=1 HTTP/1.1\r\nHost: x\r\n\r\n", "GET items/1 HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET foo?u=http://x/items/1 HTTP/1.1\r\nHost: x\r\n\r\n", "GET * HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET /items/1 HTTP/1.1\r\n\r\n", "GET /items/1 HTTP/1.1\r\nHost: x\r\nhost: y\r\n\r\n",
+        ]
+        for request in refused {
+            // When
+            let client = try RawClient(port: server.port)
+            client.send(request)
+            // Then
+            XCTAssertEqual(try client.readResponse().status, 400, request)
+        }
+        XCTAssertEqual(server.requests.count, 0)
+        for (request, expected) in [
+            ("GET /items/ HTTP/1.1\r\nHost: x\r\n\r\n", 404), ("GET http://x/items/7 HTTP/1.1\r\nHost: x\r\n\r\n", 200),
+            ("GET /items/7 HTTP/1.0\r\n\r\n", 200),
+        ] {
+            let client = try RawClient(port: server.port)
+            client.send(request)
+            XCTAssertEqual(try client.readResponse().status, expected, request)
+        }
+    }
+
     func testChunkedRequestBodyIsDecoded() throws {
         // Given
         server.route("POST", "/echo") { request in .data(request.body) }

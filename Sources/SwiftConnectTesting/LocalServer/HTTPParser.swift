@@ -210,6 +210,10 @@ enum HTTPParser {
         guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw .malformed("malformed request target")
         }
+        // The forms RFC 9112 §3.2 allows: a path (`/items?q=1`), an absolute URL (`http://host/items`), `*` for
+        // OPTIONS, an authority (`host:443`) for CONNECT. Anything else (`?q=1`, `items/1`, a transport that left
+        // out the path) is refused, as nginx and Go's server refuse it, rather than routed as a path.
+        guard isRequestTarget(target, method: method) else { throw .malformed("malformed request target") }
         let version = parts[2]
         guard version.count == 8, version.starts(with: "HTTP/1.".utf8), let minor = version.last,
             minor >= UInt8(ascii: "0"), minor <= UInt8(ascii: "9")
@@ -228,12 +232,39 @@ enum HTTPParser {
             }
             headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
         }
+        // RFC 9112 §3.2: an HTTP/1.1 request has exactly one `Host` (a server must answer 400 to none or several);
+        // an HTTP/1.0 one at most one.
+        let hosts = headers.count { $0.name.utf8.count == 4 && $0.name.lowercased() == "host" }
+        guard hosts == 1 || (hosts == 0 && minor == UInt8(ascii: "0")) else {
+            throw .malformed(hosts == 0 ? "no Host header" : "more than one Host header")
+        }
         return RequestHead(
             method: String(decoding: method, as: UTF8.self),
             target: String(decoding: target, as: UTF8.self),
             minorVersion: Int(minor - UInt8(ascii: "0")),
             headers: headers
         )
+    }
+
+    /// Whether `target` is in one of the forms RFC 9112 §3.2 allows for `method`: origin (`/…`), absolute
+    /// (`scheme://…`), asterisk (`*`, OPTIONS only) or authority (`host:port`, CONNECT only).
+    static func isRequestTarget(_ target: Slice<UnsafeRawBufferPointer>, method: Slice<UnsafeRawBufferPointer>) -> Bool
+    {
+        guard let first = target.first else { return false }
+        if first == UInt8(ascii: "/") { return true }
+        if target.elementsEqual("*".utf8) { return method.elementsEqual("OPTIONS".utf8) }
+        if method.elementsEqual("CONNECT".utf8) { return !target.contains(UInt8(ascii: "/")) }
+        // A scheme (a letter, then letters, digits, `+`, `-` or `.`), then `://`.
+        guard let colon = target.firstIndex(of: UInt8(ascii: ":")), colon > target.startIndex,
+            target[colon...].starts(with: "://".utf8)
+        else { return false }
+        let scheme = target[..<colon]
+        let isLetter = { (byte: UInt8) in (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) }
+        return isLetter(first)
+            && scheme.allSatisfy {
+                isLetter($0) || (0x30...0x39).contains($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-")
+                    || $0 == UInt8(ascii: ".")
+            }
     }
 
     /// Decides how the body of `head` is delimited (RFC 9112 §6.3).

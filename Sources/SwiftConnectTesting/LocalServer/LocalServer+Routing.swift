@@ -60,7 +60,11 @@ struct Route: Sendable {
         for (segment, value) in zip(segments, path) {
             switch segment {
             case .literal(let literal): guard literal == value else { return nil }
-            case .capture(let name): parameters[name] = value
+            case .capture(let name):
+                // An empty segment is no value (`/users/` for `/users/:id`, a client's empty ID), as Express, Vapor
+                // and Go's ServeMux read it: the request is not this route's.
+                guard !value.isEmpty else { return nil }
+                parameters[name] = value
             }
         }
         if case .prefix(let prefix) = tail {
