@@ -129,8 +129,13 @@ public struct RequestContext: Sendable {
     /// what must not go there.
     public var isForServer = true
     /// The client's server URL when the request was built for it (``isForServer``); `nil` for a client without a
-    /// ``ServerConfiguration``. The signing stages compare the request's URL with it as they see it.
-    var serverURL: URL?
+    /// ``ServerConfiguration``. The signing stages compare the request's URL with it as they see it. Kept redacted for
+    /// reflection (a middleware's `print(context)`): a base URL may carry a key in its query.
+    var serverURL: URL? {
+        get { shownServerURL?.url }
+        set { shownServerURL = newValue.map(ShownURL.init(url:)) }
+    }
+    private var shownServerURL: ShownURL?
     /// Told when this attempt's request reaches the transport and when the transport answers it, or, when it shares an
     /// identical one (coalescing), when that one does (at once if it is there already): the retry loop's attempt
     /// timeout (``RetryPolicy/attemptTimeout``) runs between the two. `nil` when nobody listens.

@@ -99,7 +99,12 @@ public struct TransferOptions: Sendable {
     var resuming: PartialDownload?
 
     /// The URL a download's connector asked for, before the middlewares: what a ``PartialDownload`` it keeps is for.
-    var downloadSource: URL?
+    var downloadSource: URL? {
+        get { shownDownloadSource?.url }
+        set { shownDownloadSource = newValue.map(ShownURL.init(url:)) }
+    }
+    /// ``downloadSource``, redacted for reflection (a middleware's `print(context)`): a presigned URL's signature.
+    private var shownDownloadSource: ShownURL?
 
     /// The newest part a download call holds, for its retries to resume from (``DownloadResumption``).
     var resumption: DownloadResumption?

@@ -18,6 +18,38 @@ final class SecretPrintingTests: XCTestCase {
         return [String(describing: value), String(reflecting: value), "\(value)", dumped].joined(separator: "\n")
     }
 
+    // MARK: - A middleware's context
+
+    /// A middleware that prints its context (`print(context)`) showed a download's presigned URL and the client's
+    /// base URL whole: the context's transfer options and server URL had no redacting reflection.
+    func testARequestContextShowsNoSecretOfItsDownloadOrItsServer() throws {
+        // Given
+        let seen = Guarded<[String]>([])
+        let printing = AnyMiddleware { request, context, next in
+            var dumped = ""
+            dump(context, to: &dumped)
+            seen.withLock { $0 += [String(describing: context), String(reflecting: context), dumped] }
+            return next(request)
+        }
+        let connect = Connect(
+            transport: FakeTransport.answering(.data(Data("file".utf8))), middlewares: [printing], retryPolicy: nil,
+            configuration: ServerConfiguration(
+                baseURL: try XCTUnwrap(URL(string: "https://a.test/v1?api_key=SRVKEY123"))))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("ctx-\(UUID()).bin")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let presigned = Route(url: try XCTUnwrap(URL(string: "https://a.test/f.zip?X-Amz-Signature=SIGNED456")))
+
+        // When
+        _ = try connect.download(presigned, to: file).wait(timeout: 10)
+        _ = try connect.request(Route("/me")).wait(timeout: 10)
+
+        // Then
+        let shown = seen.withLock { $0.joined(separator: "\n") }
+        XCTAssertFalse(shown.contains("SIGNED456"), shown)
+        XCTAssertFalse(shown.contains("SRVKEY123"), shown)
+        XCTAssertTrue(shown.contains("f.zip"), shown)
+    }
+
     // MARK: - Header fields
 
     /// A header line pasted in as a field's name (`Authorization: Bearer …`) showed whole in the descriptions and the
