@@ -341,6 +341,11 @@ public enum TransportConformance {
             }
             try context.expect(
                 server.requestCount == 0, "the server got \(server.requestCount) of the requests it should not have")
+            // Counted by connection too: a request the server's parser refuses (a space in a name, a method with
+            // one) is answered 400 and never counted as a request, though it was sent.
+            try context.expect(
+                server.connectionCount == 0,
+                "the transport opened \(server.connectionCount) connections for requests it should not have sent")
         }
     }
 

@@ -175,6 +175,24 @@ final class LocalServerTests: XCTestCase {
         }
     }
 
+    /// A transport that writes an unsendable request on the wire (a space in a field's name), then reports it
+    /// refused, fails "unsendable requests are refused": the server's parser answers such a request 400 without
+    /// counting it, so the check counts connections too.
+    func testTheUnsendableCheckCatchesATransportThatSendsThenRefuses() {
+        struct SendsThenRefuses: Transport {
+            func send(_ request: URLRequest) -> Future<ConnectResponse> {
+                if let port = request.url?.port, let client = try? RawClient(port: port) {
+                    client.send("GET /echo HTTP/1.1\r\nHost: x\r\nX Note: a\r\n\r\n")
+                    _ = try? client.readResponse()
+                }
+                return Future(error: ConnectError.invalidRequest(.invalidHeader(name: "X Note"), request: request))
+            }
+        }
+        let outcomes = TransportConformance.run(only: ["unsendable requests are refused"]) { SendsThenRefuses() }
+        XCTAssertEqual(outcomes.map(\.check), ["unsendable requests are refused"])
+        XCTAssertTrue(outcomes.first?.failure?.contains("connections") == true, "\(outcomes)")
+    }
+
     func testChunkedRequestBodyIsDecoded() throws {
         // Given
         server.route("POST", "/echo") { request in .data(request.body) }
