@@ -371,8 +371,45 @@ package enum Redaction {
     /// A percent-encoded query (or form body) with the values of sensitive names hidden (``secretItems(in:)``);
     /// every separator before a hidden value is kept as it was.
     static func redactedQuery(_ query: String) -> String {
-        replacingSecretValues(in: query) { _ in placeholder }
+        redactingEncodedDocuments(in: replacingSecretValues(in: query) { _ in placeholder })
     }
+
+    /// `query` with the secrets of each value that holds a document percent-encoded hidden: JSON (a GraphQL GET's
+    /// `variables=%7B%22token%22%3A…%7D`) as a JSON body's, a link or a form (`next=%2Freset%3Ftoken%3D…`) as a
+    /// query's, re-encoded. A value not percent-encoded was read with the query (``secretItems(in:)`` splits at `?`).
+    private static func redactingEncodedDocuments(in query: String) -> String {
+        guard query.contains("%") else { return query }
+        var result = ""
+        var shownFrom = query.startIndex
+        var itemStart = query.startIndex
+        while itemStart < query.endIndex {
+            let itemEnd = query[itemStart...].firstIndex(of: "&") ?? query.endIndex
+            if let equals = query[itemStart..<itemEnd].firstIndex(of: "="), query[equals..<itemEnd].contains("%") {
+                let valueStart = query.index(after: equals)
+                let decoded = formDecoded(query[valueStart..<itemEnd])
+                let trimmed = decoded.trimmingCharacters(in: .whitespaces)
+                var hidden: String?
+                if trimmed.hasPrefix("{") || trimmed.hasPrefix("[") {
+                    hidden = embeddedRedacted(decoded)
+                } else if decoded.contains("=") {
+                    let linked = urlsInString(decoded)
+                    let shown = linked != decoded ? linked : replacingSecretValues(in: decoded) { _ in placeholder }
+                    hidden = shown == decoded ? nil : shown
+                }
+                if let hidden, let encoded = hidden.addingPercentEncoding(withAllowedCharacters: queryValueCharacters) {
+                    result += query[shownFrom..<valueStart] + encoded
+                    shownFrom = itemEnd
+                }
+            }
+            guard itemEnd < query.endIndex else { break }
+            itemStart = query.index(after: itemEnd)
+        }
+        return result + query[shownFrom...]
+    }
+
+    /// The characters a query value keeps unescaped when written back: RFC 3986's unreserved ones.
+    private static let queryValueCharacters = CharacterSet(
+        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
     /// `text`, a percent-encoded query or form, with the value of each of its ``secretItems(in:)`` replaced by
     /// `replacement` of the item.
