@@ -282,7 +282,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// An error about `response`, for a custom ``ErrorHandling``: its request, status, header fields and body kept as
     /// the client reported them, as the default ``ErrorHandler`` keeps them. Prefer it to passing `response.request`
     /// and `response.response` to ``init(_:message:request:response:body:underlyingError:)``: Foundation's request
-    /// does not carry the secret values a connector declared (a secret path value, ``ConnectRequest/declaredSecrets``),
+    /// does not carry the secret values a connector declared (a secret path value, `/password-reset/{token}`),
     /// which then showed in the error's descriptions.
     ///
     /// ```swift
