@@ -158,7 +158,7 @@ public enum TransportConformance {
         fragmentStaysHome, statusesAreResponses,
         redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, deadlineCoversTheBody,
         deadlineEndsATricklingBody, cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody,
-        refusedConnection,
+        disagreeingLengths, refusedConnection,
         bodySentAgain,
         resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, undecodedCodingIsRefused,
         truncatedCompressedBody, downloadToAFile,
@@ -596,6 +596,34 @@ public enum TransportConformance {
                     try context.expect(
                         (error as? ConnectError)?.kind == .connectionLost,
                         "\(path): a body cut short came back as \(error)")
+                }
+            }
+        }
+    }
+
+    /// Two `Content-Length` fields that disagree are an answer nobody can frame (RFC 9112 §6.3: an unrecoverable
+    /// error, ``SwiftConnect/ConnectError/Kind/badResponse``), whatever the case of their names: `content-length` is
+    /// the same field as `Content-Length` (RFC 9110 §5.1). Never a response of either length: one framed by the
+    /// shorter is a body cut short, delivered as a success.
+    static let disagreeingLengths = Check(name: "lengths that disagree are refused") { context in
+        try context.withServer { server in
+            let heads = [
+                "/same-case": "Content-Length: 5\r\nContent-Length: 3",
+                "/other-case": "Content-Length: 5\r\ncontent-length: 3",
+            ]
+            for (path, fields) in heads {
+                let raw = "HTTP/1.1 200 OK\r\nConnection: close\r\n\(fields)\r\n\r\nabcde"
+                server.route("GET", path) { _ in LocalServer.Response().withFault(.raw(Data(raw.utf8))) }
+            }
+            for path in heads.keys.sorted() {
+                switch try context.send(request(server, path)) {
+                case .success(let response):
+                    throw Failure(
+                        description: "\(path): lengths 5 and 3 came back as a \(response.statusCode) response of "
+                            + "\(response.data.count) bytes")
+                case .failure(let error):
+                    try context.expect(
+                        (error as? ConnectError)?.kind == .badResponse, "\(path): lengths 5 and 3 came back as \(error)")
                 }
             }
         }

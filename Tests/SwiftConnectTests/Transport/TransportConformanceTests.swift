@@ -30,6 +30,12 @@ final class TransportConformanceTests: XCTestCase {
                     + "it off), and libcurl ends a compressed stream that stops before its end without an error: "
                     + "the part decoded so far arrives as the whole body, and the core never sees the compressed "
                     + "bytes to check them (every byte its Content-Length announced did arrive)",
+                "lengths that disagree are refused":
+                    "FoundationNetworking keeps one value a field name: two Content-Length fields whose names differ "
+                    + "only in case (Content-Length: 5, content-length: 3) reach HTTPURLResponse as the last one "
+                    + "alone, not joined as fields of one spelling are, and libcurl frames the body by that last one: "
+                    + "the answer is a 200 with the body cut to 3 bytes, and neither the response nor the bytes show "
+                    + "the core that another length was sent",
                 "size limit stops reading":
                     "FoundationNetworking cannot abort a transfer under way; the transport invalidates the "
                     + "request's own session, which stops it only once libcurl has caught up with the sender (the "
