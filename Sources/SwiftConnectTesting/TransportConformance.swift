@@ -623,7 +623,8 @@ public enum TransportConformance {
                             + "\(response.data.count) bytes")
                 case .failure(let error):
                     try context.expect(
-                        (error as? ConnectError)?.kind == .badResponse, "\(path): lengths 5 and 3 came back as \(error)")
+                        (error as? ConnectError)?.kind == .badResponse, "\(path): lengths 5 and 3 came back as \(error)"
+                    )
                 }
             }
         }
