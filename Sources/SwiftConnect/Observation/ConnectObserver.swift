@@ -90,6 +90,10 @@ struct CallObservation: Sendable {
     /// (``sharing(relayingTo:)``): how the calls that share the request this copy is carried by hear what it meets on
     /// its way (a redirect). `nil`: nobody.
     private let relay: (@Sendable (ConnectEvent) -> Void)?
+    /// Asked for the request's fields in this copy's stead when it has no observers, or its call no longer listens
+    /// (``sharing(relayingTo:fieldsInstead:)``): the calls still sharing the request add theirs (a trace context).
+    /// `nil`: nobody.
+    private let fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)?
 
     init(observers: [any ConnectCallObserver]) {
         self.observers = observers
@@ -97,29 +101,40 @@ struct CallObservation: Sendable {
         ended = Protected(false)
         listens = nil
         relay = nil
+        fieldsInstead = nil
     }
 
     private init(
         observers: [any ConnectCallObserver], sends: Protected<[Int: (started: Int, ended: Int)]>,
-        ended: Protected<Bool>, relay: @escaping @Sendable (ConnectEvent) -> Void
+        ended: Protected<Bool>, relay: @escaping @Sendable (ConnectEvent) -> Void,
+        fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)?
     ) {
         self.observers = observers
         self.sends = sends
         self.ended = ended
         listens = Protected(true)
         self.relay = relay
+        self.fieldsInstead = fieldsInstead
     }
 
     /// The same observers, for a request other calls share: ``stopListening()`` closes this copy only. The events told
-    /// to this copy through ``record(_:)`` also go to `relay`, even once it is closed.
-    func sharing(relayingTo relay: @escaping @Sendable (ConnectEvent) -> Void) -> CallObservation {
-        CallObservation(observers: observers, sends: sends, ended: ended, relay: relay)
+    /// to this copy through ``record(_:)`` also go to `relay`, even once it is closed; once it is closed,
+    /// `fieldsInstead` adds the request's fields (``addingFields(to:attempt:)``).
+    func sharing(
+        relayingTo relay: @escaping @Sendable (ConnectEvent) -> Void,
+        fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)? = nil
+    ) -> CallObservation {
+        CallObservation(observers: observers, sends: sends, ended: ended, relay: relay, fieldsInstead: fieldsInstead)
     }
 
     /// No observers, for a request other calls share when the call that makes it has none: the events told to it
-    /// through ``record(_:)`` go to `relay` only.
-    static func relaying(to relay: @escaping @Sendable (ConnectEvent) -> Void) -> CallObservation {
-        CallObservation(observers: [], sends: Protected([:]), ended: Protected(false), relay: relay)
+    /// through ``record(_:)`` go to `relay` only, and `fieldsInstead` adds the request's fields.
+    static func relaying(
+        to relay: @escaping @Sendable (ConnectEvent) -> Void,
+        fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)? = nil
+    ) -> CallObservation {
+        CallObservation(
+            observers: [], sends: Protected([:]), ended: Protected(false), relay: relay, fieldsInstead: fieldsInstead)
     }
 
     /// Tells this copy's observers nothing more, nor asks them for fields (see ``sharing(relayingTo:)``).
@@ -196,9 +211,13 @@ struct CallObservation: Sendable {
                 attempt: attempt, status: status, error: error, bytesSent: bytesSent, bytesReceived: bytesReceived))
     }
 
-    /// `request` with the fields the observers add to this attempt.
+    /// `request` with the fields the observers add to this attempt; when this copy has none, or its call no longer
+    /// listens, those `fieldsInstead` adds (``sharing(relayingTo:fieldsInstead:)``).
     func addingFields(to request: inout ConnectRequest, attempt: Int) {
-        if let listens, !listens.withLock({ $0 }) { return }
+        if observers.isEmpty || listens?.withLock({ $0 }) == false {
+            fieldsInstead?(&request)
+            return
+        }
         for observer in observers {
             for field in observer.headerFields(forAttempt: attempt) { request.headerFields[field.name] = field.value }
         }

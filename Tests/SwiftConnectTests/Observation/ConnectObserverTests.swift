@@ -767,7 +767,11 @@ final class ConnectObserverTests: XCTestCase {
         transport.respond(to: 0, body: Data("{}".utf8))
         XCTAssertNotNil(value(of: joined))
         XCTAssertEqual(observer.events(ofCall: 0), ["call cancelled after 0"], "it sent nothing")
-        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
+        // The request went for the joined call: with its fields (its trace context), as it would have alone.
+        XCTAssertEqual(
+            observer.events(ofCall: 1),
+            ["queued", "fields 1", "start 1 00-trace-span1-01", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "traceparent"), "00-trace-span1-01")
     }
 
     /// A middleware that sends its attempt's request twice at once (a hedge) gets one request when they are identical

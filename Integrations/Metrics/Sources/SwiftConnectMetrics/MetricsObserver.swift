@@ -42,7 +42,10 @@ import Foundation
 /// A call that shares an identical request another call sent
 /// (``SwiftConnect/Connect/Settings/coalescesIdenticalRequests``) sends nothing: its attempt has no duration, no
 /// active request and no sizes, which count the requests that went on the wire, as OpenTelemetry's conventions do
-/// (its retries, waits and cache lookups are still the call's).
+/// (its retries, waits and cache lookups are still the call's). The request is the send of the call that made it: when
+/// that call leaves (cancelled) before the request is sent, it is the send of the earliest call still sharing it; when
+/// that call leaves once the request is on the wire, its send ends then, as cancelled, with no response size, while the
+/// request goes on for the others, whose answer no send of theirs records.
 ///
 /// The duration, active requests, sizes and retries of a send are labelled by the method its request went out with,
 /// after every middleware (`POST` for a `PATCH` a middleware tunnels through `POST`), as `TracingObserver`'s span is

@@ -47,6 +47,12 @@ import Tracing
 /// send carrying its own span's context. The end of a send does not say which send it was: the sends of one attempt
 /// end their spans oldest first, and a redirect is an event of the oldest one still open.
 ///
+/// A call that shares an identical call's request (``SwiftConnect/Connect/Settings/coalescesIdenticalRequests``) has
+/// its CLIENT span for its attempt, marked `swiftconnect.request.shared` (`true`): the request on the wire carries the
+/// other call's trace context, not this span's, and a backend that counts requests from CLIENT spans skips it. When
+/// the call that made the request leaves (cancelled) before the request is sent, the request goes for the earliest
+/// call still sharing it, with that call's context, and its span is not marked.
+///
 /// A call answered by the client's cache sends nothing and makes no CLIENT span; what it met before the cache answered
 /// (a wait while offline) is told on an INTERNAL span, as any event no send followed.
 public struct TracingObserver: ConnectObserver {
@@ -181,6 +187,8 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                 attributes["swiftconnect.call"] = call.name
                 // Every send after the call's first, whatever its cause (OpenTelemetry's definition).
                 if resends > 0 { attributes["http.request.resend_count"] = resends }
+                // Another call's request answers this one (coalescing): nothing went on the wire for it.
+                if request.sharesAnotherCallsRequest { attributes["swiftconnect.request.shared"] = true }
             }
         case .attemptEnded(let attempt, let status, let error, _, _):
             guard let span = takeOpen(ofAttempt: attempt) else { return }

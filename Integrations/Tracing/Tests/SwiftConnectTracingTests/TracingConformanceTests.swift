@@ -109,6 +109,13 @@ class TracingConformanceTests: XCTestCase {
         XCTAssertEqual(tracer.activeSpans.count, 0, "every span ended")
         XCTAssertEqual(tracer.finishedSpans.map(\.operationName), ["GET /todos/{id}", "GET /todos/{id}"])
         XCTAssertEqual(tracer.finishedSpans.map { attributes(of: $0)["http.response.status_code"] }, ["200", "200"])
+        // The joined call's span is marked: the request on the wire carries the other's context, not its own.
+        XCTAssertEqual(
+            tracer.finishedSpans.map { attributes(of: $0)["swiftconnect.request.shared"] ?? "-" }.sorted(),
+            ["-", "true"])
+        let unmarked = try XCTUnwrap(
+            tracer.finishedSpans.first { attributes(of: $0)["swiftconnect.request.shared"] == nil })
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: InMemoryTracer.spanIDKey), unmarked.spanID)
     }
 
     /// `url.template` and the span's name are the template of the URL's whole path: a base URL's `/v1` was left out.

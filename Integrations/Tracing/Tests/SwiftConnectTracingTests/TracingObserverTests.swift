@@ -251,6 +251,37 @@ final class TracingObserverTests: XCTestCase {
     }
 }
 
+extension TracingObserverTests {
+    /// A first caller that leaves while the shared request waits in the queue leaves it to the call that joined it: the
+    /// request goes with that call's trace context, and its span is a send of its own (not marked shared).
+    func testARequestWhoseFirstCallerLeftInTheQueueCarriesTheJoinedCallsContext() throws {
+        // Given: a queue of one slot, held by a blocker; two identical calls waiting for it, the first then cancelled
+        let transport = FakeTransport()
+        let blocker = Promise<Void>()
+        transport.stub("/blocker", with: FakeResponse.json(string: "{}").released(by: blocker.future))
+        transport.stub("/search", with: FakeResponse.json(string: "{}"))
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: RequestQueue(maxConcurrentRequests: 1),
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [TracingObserver(tracer: tracer)]))
+        let blocked = connect.response(for: ConnectRequest(url: URL(string: "https://api.example.com/blocker")!))
+        let first = connect.response(for: Search())
+        let second = connect.response(for: Search())
+        first.cancel()
+        // When: the slot frees
+        blocker.succeed(())
+        _ = try blocked.wait(timeout: 10)
+        _ = try second.wait(timeout: 10)
+        // Then: the request carries the span of the call it went for
+        let sent = try XCTUnwrap(transport.requests.last)
+        XCTAssertEqual(sent.url?.path, "/search")
+        let span = try XCTUnwrap(tracer.finishedSpans.first { $0.kind == .client && $0.operationName == "GET /search" })
+        XCTAssertEqual(sent.value(forHTTPHeaderField: InMemoryTracer.spanIDKey), span.spanID)
+        XCTAssertEqual(sent.value(forHTTPHeaderField: InMemoryTracer.traceIDKey), span.traceID)
+        XCTAssertNil(string("swiftconnect.request.shared", of: span))
+        XCTAssertEqual(tracer.activeSpans.map(\.operationName), [], "a span left open")
+    }
+}
+
 /// An observer that runs `leave` when a call to `/search` is first asked for its fields at the transport's door:
 /// before the observers after it are asked, and before any of them hears the attempt start.
 private struct LeaveAtTheDoor: ConnectObserver {

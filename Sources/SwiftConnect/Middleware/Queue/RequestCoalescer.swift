@@ -149,6 +149,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// sharing another call's request, so that an observer counting the wire's requests counts it. Set under the
         /// coalescer's lock, before the start is told.
         private let sendsForItself = Protected(false)
+        /// The shared request as it went on the wire for this caller (``sendsForItself``), its fields added: told as
+        /// the attempt's request, as a call alone is told its own. Set before the start is told.
+        private let sent = Protected<ConnectRequest?>(nil)
 
         init(
             observation: CallObservation, attempt: Int, request: ConnectRequest, transfer: TransferOptions,
@@ -172,6 +175,11 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             sendsForItself.withLock { $0 = true }
         }
 
+        /// Notes the shared request as it goes on the wire for this caller.
+        func noteSent(_ request: ConnectRequest) {
+            sent.withLock { $0 = request }
+        }
+
         /// Notes the redirects the shared request followed before this caller joined.
         func noteMissed(_ redirects: [ConnectEvent]) {
             missed.withLock { $0 = redirects }
@@ -190,8 +198,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             started = true
             // Marked, unless the shared request went for this caller: the attempt sends nothing of its own, which an
             // observer counting the wire's requests skips.
-            var told = request
-            told.sharesAnotherCallsRequest = !sendsForItself.withLock { $0 }
+            let sendsForItself = sendsForItself.withLock { $0 }
+            var told = sendsForItself ? sent.withLock { $0 } ?? request : request
+            told.sharesAnotherCallsRequest = !sendsForItself
             observation.recordStart(of: attempt, request: told)
             let redirects = missed.withLock { missed in
                 defer { missed = [] }
@@ -390,9 +399,13 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             let relay: @Sendable (ConnectEvent) -> Void = { [weak self] event in
                 self?.relay(event, of: key, callID: callerID)
             }
+            // Once the first caller has left, the request goes for another, whose fields (a trace context) it carries.
+            let fieldsInstead: @Sendable (inout ConnectRequest) -> Void = { [weak self] request in
+                self?.addFieldsOfEarliest(to: &request, key: key, callID: callerID)
+            }
             let sharedObservation =
-                context.transfer.observation?.sharing(relayingTo: relay)
-                ?? (clientObserves ? CallObservation.relaying(to: relay) : nil)
+                context.transfer.observation?.sharing(relayingTo: relay, fieldsInstead: fieldsInstead)
+                ?? (clientObserves ? CallObservation.relaying(to: relay, fieldsInstead: fieldsInstead) : nil)
             var call = Call(
                 id: callerID, began: now(), shared: nil, callers: [callerID: promise])
             call.fragment = request.url.fragment
@@ -499,6 +512,23 @@ extension RequestCoalescer {
         // Each caller's retry loop counts its attempt as made, as its observers hear it start.
         for sending in sendings { sending.atDoor?() }
         for attempt in observed { attempt.start() }
+    }
+
+    /// The shared request of call `callID` is at the transport's door, and its first caller has left (cancelled) while
+    /// it waited (in the queue): it goes for the earliest of the callers still sharing it that has observers
+    /// (``reachedDoor(_:callID:)``), and carries that caller's fields (its trace context), as it would have alone. A
+    /// first caller still there keeps the request its own, fields or none.
+    private func addFieldsOfEarliest(to request: inout ConnectRequest, key: Key, callID: UInt64) {
+        let earliest = state.withLock { state -> JoinedAttempt? in
+            guard let call = state.calls[key], call.id == callID, !call.callers.keys.contains(call.id) else {
+                return nil
+            }
+            return call.observed.min { $0.key < $1.key }?.value
+        }
+        guard let earliest else { return }
+        earliest.markSendingForItself()
+        earliest.observation.addingFields(to: &request, attempt: earliest.attempt)
+        earliest.noteSent(request)
     }
 
     /// The shared request of call `callID` met `event` on its way: a redirect it followed is one each caller that
