@@ -330,13 +330,14 @@ extension Connect {
                 failure.partialDownload = latest
                 throw failure
             }
-            // A 416 answers a range that starts at the body's end: the part is the whole body.
-            let field = failure.storedHead?.value(of: "Content-Range")
-            guard PartialDownload.unsatisfiedLength(field) == latest.bytesReceived else {
+            // A 416 answers a range that starts at the body's end: the part is the whole body, when the answer says
+            // so of the same version.
+            let head = failure.storedHead
+            let contentRange = head?.value(of: "Content-Range")
+            if let problem = latest.unsatisfiedRangeProblem(contentRange, field: { head?.value(of: $0) }) {
                 failure = ConnectError(
                     .badResponse,
-                    message: "asked for the bytes from \(latest.bytesReceived) (Range: \(latest.range)), the server "
-                        + "answered 416 with Content-Range: \(field ?? "(none)")",
+                    message: problem,
                     request: failure.storedRequest, head: failure.storedHead, body: failure.body,
                     underlyingError: failure)
                 failure.partialDownload = latest

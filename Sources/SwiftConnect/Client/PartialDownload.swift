@@ -166,13 +166,37 @@ public struct PartialDownload: Sendable, Hashable {
     /// part would be a file of two versions reported as a success (RFC 9110 §15.3.7.3: parts combine only under the
     /// same strong validator). An answer that names none is taken for the version asked for.
     func validatorProblem(of head: ResponseHead) -> String? {
+        validatorProblem(status: 206) { head.headerFields[HeaderField.Name($0)] }
+    }
+
+    /// Why an answer of `status` to a resume, whose fields `field` reads, names another version of the body than this
+    /// part's (``validatorProblem(of:)``), or `nil`.
+    func validatorProblem(status: Int, field: (String) -> String?) -> String? {
         let isDate = HTTPDate.date(from: validator, now: Date()) != nil && !validator.hasPrefix("\"")
         let name = isDate ? "Last-Modified" : "ETag"
-        guard let answered = head.headerFields[HeaderField.Name(name)]?.trimmingCharacters(in: .whitespaces),
-            !answered.isEmpty, answered != validator
+        guard let answered = field(name)?.trimmingCharacters(in: .whitespaces), !answered.isEmpty, answered != validator
         else { return nil }
-        return "asked for the rest of the body whose version is \(validator) (If-Range), the server answered 206 "
-            + "with the version \(answered) (\(name))"
+        return "asked for the rest of the body whose version is \(validator) (If-Range), the server answered "
+            + "\(status) with the version \(answered) (\(name))"
+    }
+
+    /// Why a `416` answering a resume of this part (its `Content-Range` field, the others read by `field`) does not
+    /// say that the part is the whole body, or `nil` if it does: it must name ``bytesReceived`` as the body's length
+    /// (`bytes */N`), which must be the length the part's own answer declared, if it declared one, and it must not
+    /// name another version than the part's (``validatorProblem(status:field:)``). A server that ignores `If-Range`
+    /// answers 416 for a newer version no longer than the part, and one that contradicts the length the part was read
+    /// under says nothing the part can be trusted by: placing the part would be a file cut short, reported as a
+    /// success.
+    func unsatisfiedRangeProblem(_ contentRange: String?, field: (String) -> String?) -> String? {
+        let asked = "asked for the bytes from \(bytesReceived) (Range: \(range))"
+        guard Self.unsatisfiedLength(contentRange) == bytesReceived else {
+            return "\(asked), the server answered 416 with Content-Range: \(contentRange ?? "(none)")"
+        }
+        if let totalLength, totalLength != bytesReceived {
+            return "\(asked) of a body of \(totalLength) bytes, the server answered 416 for a body of \(bytesReceived) "
+                + "bytes (Content-Range: \(contentRange ?? ""))"
+        }
+        return validatorProblem(status: 416, field: field)
     }
 
     /// Why a download's `206` answer cannot be written as its file, or `nil` if it can: one answering a resume must go

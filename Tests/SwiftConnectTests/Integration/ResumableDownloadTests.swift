@@ -64,8 +64,10 @@ final class ResumableDownloadTests: IntegrationTestCase {
                     status = 206
                     headers.append(("Content-Range", "bytes 0-\(_body.count - 1)/\(_body.count)"))
                 case .unsatisfiedBy(let extra):
+                    // With the version there now, as a server that names it on every answer does.
                     return LocalServer.Response(
-                        status: 416, headers: [("Content-Range", "bytes */\(Int64(first) + extra)")])
+                        status: 416,
+                        headers: [("Content-Range", "bytes */\(Int64(first) + extra)")] + (_validator.map { [$0] } ?? []))
                 // A `Range` without `If-Range` (a caller's own) is honoured whatever the validator.
                 case .honour where request.header("If-Range").map { $0 == current && current != nil } ?? true:
                     guard first < _body.count else {
@@ -83,6 +85,15 @@ final class ResumableDownloadTests: IntegrationTestCase {
             }
             if !_cuts.isEmpty {
                 let cut = _cuts.removeFirst()
+                if _chunked {
+                    // Cut before the last chunk: the client never learns the body's length.
+                    let body = slice
+                    var response = LocalServer.Response.stream(contentLength: nil, status: status) { write in
+                        _ = write(body)
+                    }.withFault(.closeMidBody(afterBytes: cut))
+                    response.headers += headers.filter { $0.name != "Content-Type" }
+                    return response
+                }
                 return LocalServer.Response(
                     status: status, headers: headers, body: slice, fault: .closeMidBody(afterBytes: cut))
             }
@@ -376,13 +387,49 @@ final class ResumableDownloadTests: IntegrationTestCase {
     }
 
     /// A 416 saying the body is as long as the part: the part was the whole body, and goes to the destination.
+    /// A part whose body's length was never told (a chunked body cut before its last chunk), answered 416 for its own
+    /// length by the same version: the part was the whole body.
     func testA416ForTheWholeLengthPlacesThePart() throws {
+        site.set(chunked: true)
         let partial = try cutDownload()
         site.set(rangeAnswer: .unsatisfiedBy(extra: 0))
         XCTAssertEqual(
             try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30), destination)
         XCTAssertEqual(try Data(contentsOf: destination), Self.body.prefix(Int(partial.bytesReceived)))
         XCTAssertFalse(FileManager.default.fileExists(atPath: partial.fileURL.path))
+    }
+
+    /// A 416 that says the part is the whole body, where the part's own answer said the body was longer, or where it
+    /// names another version than the part's: the answer contradicts the part, never a shorter file as a success.
+    func testA416ThatContradictsThePartIsABadResponseAndKeepsThePart() throws {
+        // The first answer said 200,000 bytes; the 416 says the 80,000 kept are all of it
+        let known = try cutDownload()
+        defer { known.discard() }
+        site.set(rangeAnswer: .unsatisfiedBy(extra: 0))
+        XCTAssertThrowsError(
+            try connect.download(Route("/movie"), to: destination, resuming: known).wait(timeout: 30)
+        ) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .badResponse, "\(error)")
+            XCTAssertTrue(error.message.contains("\(Self.body.count)"), error.message)
+            XCTAssertEqual(error.partialDownload, known)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+
+        // A part of unknown length, and a 416 naming another version than the one it holds
+        site.set(validator: ("ETag", "\"v1\""), rangeAnswer: .honour, chunked: true)
+        let unknown = try cutDownload()
+        defer { unknown.discard() }
+        site.set(validator: ("ETag", "\"v2\""), rangeAnswer: .unsatisfiedBy(extra: 0))
+        XCTAssertThrowsError(
+            try connect.download(Route("/movie"), to: destination, resuming: unknown).wait(timeout: 30)
+        ) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .badResponse, "\(error)")
+            XCTAssertTrue(error.message.contains("\"v2\""), error.message)
+            XCTAssertEqual(error.partialDownload, unknown)
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
     }
 
     /// Another 416, or a 206 that does not start where the part ends: a bad response naming what was asked and what
