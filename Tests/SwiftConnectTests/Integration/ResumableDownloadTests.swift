@@ -67,7 +67,8 @@ final class ResumableDownloadTests: IntegrationTestCase {
                     // With the version there now, as a server that names it on every answer does.
                     return LocalServer.Response(
                         status: 416,
-                        headers: [("Content-Range", "bytes */\(Int64(first) + extra)")] + (_validator.map { [$0] } ?? []))
+                        headers: [("Content-Range", "bytes */\(Int64(first) + extra)")]
+                            + (_validator.map { [$0] } ?? []))
                 // A `Range` without `If-Range` (a caller's own) is honoured whatever the validator.
                 case .honour where request.header("If-Range").map { $0 == current && current != nil } ?? true:
                     guard first < _body.count else {
