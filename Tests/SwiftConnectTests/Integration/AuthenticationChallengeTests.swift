@@ -57,8 +57,19 @@ final class AuthenticationChallengeTests: IntegrationTestCase {
 
         // Then: the server's answer, at once, sent once
         XCTAssertEqual(error.statusCode, 401, error.description)
-        XCTAssertTrue([.httpStatus, .serverMessage].contains(error.kind), error.description)
         XCTAssertEqual(server.requestCount, 1)
+        #if canImport(FoundationNetworking)
+            if TransportUnderTest.isURLSession {
+                // A known defect (RELIABILITY.md), asserted so that this fails once it is fixed: declining the
+                // challenge is the one way FoundationNetworking 6.3 completes the task, and it completes it cancelled,
+                // the 401's body dropped (a request that watches its bytes keeps it: the test below).
+                XCTAssertEqual(error.kind, .httpStatus, error.description)
+                XCTAssertEqual(error.body, Data())
+                return
+            }
+        #endif
+        XCTAssertEqual(error.kind, .serverMessage, error.description)
+        XCTAssertEqual(error.message, "token expired")
     }
 
     func testA401WithABasicChallengeKeepsItsBodyWhenTheTransportWatchesTheBytes() throws {

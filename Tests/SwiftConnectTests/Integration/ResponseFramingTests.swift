@@ -177,6 +177,35 @@ final class ResponseFramingTests: IntegrationTestCase {
         }
     }
 
+    /// A 3xx that cannot be followed is the answer, body included: the error handler reads the server's message in it.
+    /// FoundationNetworking keeps the body of every 3xx aside for a redirect and drops it when none is followed: on
+    /// URLSession on Linux the body is empty (a known defect, RELIABILITY.md), which this test asserts so that it fails
+    /// once FoundationNetworking is fixed.
+    func testARedirectWithoutALocationKeepsItsBody() throws {
+        // Given a 302 without Location, with a JSON message
+        let body = #"{"message":"moved"}"#
+        rawRoute(
+            "/none",
+            "HTTP/1.1 302 Found\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+
+        for options in everyPath {
+            // When
+            let error = connectError(of: connect.request(route("/none", options: options)))
+
+            // Then
+            XCTAssertEqual(error?.statusCode, 302)
+            #if canImport(FoundationNetworking)
+                if TransportUnderTest.isURLSession {
+                    XCTAssertEqual(error?.kind, .httpStatus, String(describing: error))
+                    XCTAssertEqual(error?.body, Data(), "FoundationNetworking keeps the body of a 3xx it follows not")
+                    continue
+                }
+            #endif
+            XCTAssertEqual(error?.kind, .serverMessage, String(describing: error))
+            XCTAssertEqual(error?.message, "moved")
+        }
+    }
+
     /// Two `Location` fields that name different targets name no one target: the 302 is the answer on every engine
     /// and path, and the error says why. URLSession joins repeated fields into one value (`/a, /b`) before the core
     /// sees them; that value was followed, to `/a,%20/b`. The same target twice is that target.

@@ -443,7 +443,9 @@ extension SessionDelegate {
     /// Defect: FoundationNetworking turns a 401 with a `WWW-Authenticate: Basic` challenge into a challenge for the
     /// session; with no credential to propose, its default handling never completes the task, which then waits
     /// for its whole timeout. Apple's URLSession delivers the 401. Declining cancels the task: the transport
-    /// reports the 401 instead of that cancellation.
+    /// reports the 401 instead of that cancellation. A task with a completion handler (the plain path) loses the 401's
+    /// body with the cancellation, which FoundationNetworking keeps to itself: the error handler sees an empty body
+    /// (RELIABILITY.md). A task of the delegate's path has handed its body over before the challenge, and keeps it.
     ///
     /// Tests: `AuthenticationChallengeTests`.
     #if canImport(FoundationNetworking)
