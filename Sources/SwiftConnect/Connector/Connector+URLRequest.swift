@@ -298,8 +298,9 @@ extension Connector {
     }
 
     /// Whether a content type (a raw body's, an encoder's, a connector header's) names one: an empty or blank one
-    /// means none, and the request goes without `Content-Type` (or with the body's or a default header's), not with
-    /// an empty field that says nothing a server could use (the blanks around a value are not sent).
+    /// means none, and the request goes without `Content-Type` (or with the body's or a default header's; an engine
+    /// may add its own, as URLSession does to a `POST`), not with an empty field that says nothing a server could use
+    /// (the blanks around a value are not sent).
     /// `json`, a JSON body written in UTF-8, as it reads under `sentType`, the request's `Content-Type`: as it is when
     /// that names no charset, UTF-8, or the body is ASCII; else its characters beyond ASCII written as `\u` escapes,
     /// which read the same in every charset that keeps ASCII's bytes (`charset=iso-8859-1`, `windows-1252`), where

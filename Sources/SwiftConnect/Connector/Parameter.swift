@@ -49,11 +49,14 @@ public enum Parameter: ParametersRepresentable {
     case form(key: String, value: String)
 
     /// A body sent as is, with the given `Content-Type` (unless the connector's headers set another); an empty
-    /// or blank content type sends none.
+    /// or blank content type sends none. With none, the engine may add its own: `URLSessionTransport` (Apple's
+    /// URLSession and FoundationNetworking alike) sends a `POST` with a body and no type as
+    /// `application/x-www-form-urlencoded`, `AsyncHTTPClientTransport` sends no type. Name the type a server reads.
     case body(Data, contentType: String)
 
     /// A body encoded from `value` by `encoder`, in its format (XML, property lists…), sent with the encoder's
-    /// `Content-Type` unless the connector's headers set another (an encoder's empty or blank one sends none): the
+    /// `Content-Type` unless the connector's headers set another (an encoder's empty or blank one sends none, and the
+    /// engine may add its own, as for ``body(_:contentType:)``): the
     /// seam every body format plugs into, as
     /// ``ResponseBodyDecoder`` is for answers.
     ///
