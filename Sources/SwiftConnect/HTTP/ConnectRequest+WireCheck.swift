@@ -236,7 +236,19 @@ enum BasicUserinfo {
     /// ``AuthorizationToken/basic(username:password:)`` refuses too. Or its user name or password, decoded, holds a
     /// control character (`pw%0A`), which RFC 7617 forbids as well: sent base64-encoded, it would be rejected by the
     /// server for a character no one sees. One rule for both: ``BasicCredentials``.
+    ///
+    /// Or its user name or password holds escapes that decode to no UTF-8 text (`p%E4ss`, ISO-8859-1's `ä`): Foundation
+    /// reads no decoded value then, and the engines would send other credentials than the URL's (`user:` with no
+    /// password, no `Authorization` at all, or libcurl's raw bytes), for a `401` nobody could explain.
     static func problem(of url: URL) -> String? {
+        let escapedUser = url.user(percentEncoded: true)
+        let escapedPassword = url.password(percentEncoded: true)
+        if (escapedUser != nil && url.user(percentEncoded: false) == nil)
+            || (escapedPassword != nil && url.password(percentEncoded: false) == nil)
+        {
+            return "the URL's user name or password holds escapes that decode to no UTF-8 text (such as %E4 for an "
+                + "ISO-8859-1 'ä'): write them as UTF-8 escapes (%C3%A4), which Basic credentials are sent in"
+        }
         guard let user = url.user(percentEncoded: false) else { return nil }
         switch BasicCredentials.problem(username: user, password: url.password(percentEncoded: false) ?? "") {
         case nil:

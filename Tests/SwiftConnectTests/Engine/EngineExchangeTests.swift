@@ -298,6 +298,25 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertTrue(engine.hops.isEmpty)
     }
 
+    /// A user info whose escapes decode to no UTF-8 text (an ISO-8859-1 `ä`, `%E4`) is refused: Foundation reads no
+    /// decoded password, and `user:` went out as the credentials, for a 401 nobody could explain.
+    func testAUserInfoWhoseEscapesAreNotUTF8IsRefusedBeforeAnyHop() throws {
+        for url in ["http://ann:p%E4ss@api.test/me", "http://%FFann:pw@api.test/me", "http://%E4@api.test/me"] {
+            let engine = ScriptedEngine([.init(status: 204)])
+            let error = try XCTUnwrap(connectError(of: engine.send(request(url))), url)
+
+            XCTAssertEqual(error.kind, .invalidRequest, url)
+            XCTAssertTrue(error.message.contains("no UTF-8 text"), error.message)
+            XCTAssertTrue(engine.hops.isEmpty, url)
+        }
+        // UTF-8 escapes are credentials as any others
+        let engine = ScriptedEngine([.init(status: 204)])
+        _ = try engine.send(request("http://ann:p%C3%A4ss@api.test/me")).wait(timeout: 5)
+        XCTAssertEqual(
+            engine.hops.first?.head.headerFields[.authorization],
+            "Basic " + Data("ann:p\u{e4}ss".utf8).base64EncodedString())
+    }
+
     func testAStreamThatFailsFailsTheExchangeUnsentInsteadOfSendingWhatItRead() throws {
         let engine = ScriptedEngine([.init(status: 200)])
         var request = request("http://api.test/upload", method: "POST")
