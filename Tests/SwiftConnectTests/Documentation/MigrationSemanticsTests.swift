@@ -13,6 +13,22 @@ import XCTest
 final class MigrationSemanticsTests: XCTestCase {
     private static let gateway = URL(string: "http://gateway.test:5000/")!
 
+    /// Remotli's `port` is `Route`'s `port:`, another origin than the client's server: such a route is signed only
+    /// when it says `requiresAuthentication: true`, as the Remotli guide says.
+    func testARouteOnAnotherPortIsSignedOnlyWhenItSaysSo() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(
+            transport: transport, middlewares: [.basicAuthentication(username: "gate", password: "s3cret")],
+            configuration: ServerConfiguration(host: "api.example.com"))
+        _ = try connect.request(Route("/x")).wait()
+        _ = try connect.request(Route("/x", port: 8443)).wait()
+        _ = try connect.request(Route("/x", port: 8443, options: RequestOptions(requiresAuthentication: true))).wait()
+        XCTAssertEqual(
+            transport.requests.map { $0.url?.port.map(String.init) ?? "-" }, ["-", "8443", "8443"])
+        XCTAssertEqual(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") != nil }, [true, false, true])
+    }
+
     /// JustAPIs wrote an array as `ids[]=1&ids[]=2`; SwiftConnect repeats the key as written, so the guide says to
     /// name it `ids[]`.
     func testAnArrayRepeatsItsKeyAsWrittenSoJustAPIsBracketsGoInTheName() throws {
