@@ -31,6 +31,9 @@ final class RetryingCall:
         /// The number of the latest attempt whose request reached the transport's door, where observers hear it start
         /// (or the identical one it shares did).
         var reachedAttempt = 0
+        /// The attempts whose request carried an `Idempotency-Key` at the transport's door, put there by a middleware
+        /// when the call's own request had none: replay-safe (``RetryingCall/delay(after:attempt:advice:)``).
+        var keyedAttempts: Set<Int> = []
         /// Whether the call was cancelled, timed out or ended: no further attempt starts.
         var isOver = false
         /// The attempt in flight, to cancel with the call.
@@ -204,7 +207,12 @@ final class RetryingCall:
         context.sending = AttemptSending(
             reached: { [weak self] in if timesAttempts { self?.startAttemptTimer(attempt) } },
             answered: { [weak self] in if timesAttempts { self?.stopAttemptTimer(attempt) } },
-            atDoor: { [weak self] in self?.withState { $0.reachedAttempt = max($0.reachedAttempt, attempt) } },
+            atDoor: { [weak self] keyed in
+                self?.withState { state in
+                    state.reachedAttempt = max(state.reachedAttempt, attempt)
+                    if keyed { state.keyedAttempts.insert(attempt) }
+                }
+            },
             sendReached: sendReached)
         context.transfer.callDeadline = deadline?.time
         let progress = context.transfer.progress.map(AttemptProgress.init(report:))
@@ -339,7 +347,10 @@ final class RetryingCall:
             }
             return requested
         }
-        guard isReplayable else { return nil }
+        // A request the policy would not replay by its own rules, unless a middleware gave this attempt's an
+        // `Idempotency-Key` (as the migration guides' adapters do) and nobody said it is not retry-safe.
+        let keyedOnItsWay = context.options.isRetrySafe == nil && withState { $0.keyedAttempts.contains(attempt) }
+        guard isReplayable || keyedOnItsWay else { return nil }
         if case .success(let response) = result {
             if response.isSuccess { return nil }
             // Asked only for a status the policy would retry: an accepted status is an answer, not a failure.

@@ -82,8 +82,10 @@ struct AttemptSending: Sendable {
     /// Called each time the request reaches the transport's door, before the wire check, where its observers hear it
     /// start: a shared request's (coalescing) tells the callers that joined it then, so that they hear the attempt a
     /// call alone would hear, one the wire check refuses included; the retry loop's counts the attempt as made
-    /// (``ConnectError/attempts``), and a shared request tells each of its callers' loops.
-    let atDoor: (@Sendable () -> Void)?
+    /// (``ConnectError/attempts``), and a shared request tells each of its callers' loops. Told whether the request,
+    /// as every middleware left it, carries an `Idempotency-Key` (a middleware may add one): the retry loop may replay
+    /// such an attempt's request.
+    let atDoor: (@Sendable (_ carriesIdempotencyKey: Bool) -> Void)?
     /// Called instead of ``reached`` and ``answered`` when the chain itself hands the request to the transport: starts
     /// that send's own timeout, which stops that send alone with the error it is given (so that a middleware sending
     /// the attempt's request twice, a hedge, has each send timed on its own), and returns what to call when the
@@ -92,7 +94,7 @@ struct AttemptSending: Sendable {
 
     init(
         reached: @escaping @Sendable () -> Void, answered: @escaping @Sendable () -> Void,
-        atDoor: (@Sendable () -> Void)? = nil,
+        atDoor: (@Sendable (_ carriesIdempotencyKey: Bool) -> Void)? = nil,
         sendReached: (@Sendable (_ stop: @escaping @Sendable (ConnectError) -> Void) -> @Sendable () -> Void)? = nil
     ) {
         self.reached = reached
@@ -317,7 +319,7 @@ struct MiddlewareChain: Sendable {
                 observation.addingFields(to: &request, attempt: context.attempt)
                 observation.recordStart(of: context.attempt, request: request)
             }
-            context.sending?.atDoor?()
+            context.sending?.atDoor?(RetryPolicy.hasIdempotencyKey(request))
             // The blanks around a value are not part of it (RFC 9110 §5.5): every transport gets the values without
             // them, whatever an engine would have done with them. A `Content-Type` left blank names none: left out.
             request.headerFields.trimBlanks()

@@ -530,6 +530,27 @@ final class RetryPolicyTests: XCTestCase {
             fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }, ["order-42", "order-42", "order-42"])
     }
 
+    /// A key a middleware adds (the migration guides' adapter, a request preparer turned middleware) makes the POST as
+    /// replay-safe as a connector's: the policy reads the request as it reaches the transport. An explicit
+    /// `isRetrySafe: false` still wins, and a middleware that adds no key leaves the POST sent once.
+    func testAPostKeyedByAMiddlewareIsReplayed() {
+        let keying = AnyMiddleware.adapter { $0.setValue("order-42", forHTTPHeaderField: "Idempotency-Key") }
+        func call(adding middleware: AnyMiddleware, _ options: RequestOptions = RequestOptions()) -> Future<Data> {
+            fake.removeRecordedRequests()
+            fake.stub(.post, "/items", with: [.status(503), Self.ok])
+            let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: RetryPolicy(clock: clock))
+            return connect.request(Endpoint(method: .post), options: options)
+        }
+        XCTAssertNotNil(value(of: call(adding: keying)))
+        XCTAssertEqual(fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }, ["order-42", "order-42"])
+
+        XCTAssertEqual(connectError(of: call(adding: keying, RequestOptions(isRetrySafe: false)))?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 1)
+
+        XCTAssertEqual(connectError(of: call(adding: AnyMiddleware.adapter { _ in }))?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
     func testAnIdempotencyKeyDoesNotOverrideAnExplicitIsRetrySafeFalse() {
         // Given: a keyed POST the call marks as not safe to replay, and a client-level `false` with a keyed POST
         fake.stub(.post, "/items", with: [.status(503), Self.ok])

@@ -436,13 +436,13 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             if hearsTransport {
                 shared.sending = AttemptSending(
                     reached: { [weak self] in self?.reachedTransport(key, callID: callID) }, answered: {},
-                    atDoor: { [weak self] in self?.reachedDoor(key, callID: callID) })
+                    atDoor: { [weak self] _ in self?.reachedDoor(key, callID: callID) })
             }
             start(consume request, key: key, callID: callID) { [shared] request in next(request, shared) }
         } else {
             // Sharing a call already at the transport's door: its observers hear this attempt start, as the first
             // caller's did there (unless the answer came meanwhile and told the start with the end).
-            if isAtDoor { context.sending?.atDoor?() }
+            if isAtDoor { context.sending?.atDoor?(false) }
             if isAtDoor, let observed {
                 joinedAtDoor()
                 observed.start()
@@ -510,7 +510,8 @@ extension RequestCoalescer {
             return (observed, call.sendings.sorted { $0.key < $1.key }.map(\.value))
         }
         // Each caller's retry loop counts its attempt as made, as its observers hear it start.
-        for sending in sendings { sending.atDoor?() }
+        // (A GET or HEAD: replay-safe by its method, whatever its fields.)
+        for sending in sendings { sending.atDoor?(false) }
         for attempt in observed { attempt.start() }
     }
 

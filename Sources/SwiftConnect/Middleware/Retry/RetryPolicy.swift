@@ -23,7 +23,8 @@ import Foundation
 /// ## Which requests are replayed
 /// Only a request that is safe to send twice: its method is idempotent (`GET`, `HEAD`, `PUT`, `DELETE`,
 /// `OPTIONS`, `TRACE`), the connector or call marked it `RequestOptions(isRetrySafe: true)`, or it carries an
-/// `Idempotency-Key` header (one left empty or blank names no key, and counts as none). With ``addsIdempotencyKey``
+/// `Idempotency-Key` header (one left empty or blank names no key, and counts as none), the call's own or one a
+/// middleware gave the attempt's request on its way to the transport. With ``addsIdempotencyKey``
 /// on (and more than one attempt allowed), every `POST` and `PATCH` without a key gets one (a UUID, the same on
 /// every attempt), which makes it replayable. Any other `POST` is sent exactly once, even after a failure that
 /// seems to say nothing was sent (a connection refused, a name that did not resolve): the hop that failed may be
