@@ -360,7 +360,7 @@ enum CookieRules {
     static func headerAndSent(for url: URL, from cookies: [HTTPCookie], keeping existing: String?, now: Date)
         -> (header: String?, sent: [HTTPCookie])
     {
-        let own = pairs(of: existing)
+        let own = pieces(of: existing)
         let stored =
             cookies
             .filter { sends($0, to: url, now: now) && !own.map(\.name).contains($0.name) }
@@ -373,8 +373,8 @@ enum CookieRules {
                 return (left.created, left.listed) < (right.created, right.listed)
             }
             .map(\.cookie)
-        let all = own + stored.map { (name: $0.name, value: $0.value) }
-        return (all.isEmpty ? nil : all.map { "\($0.0)=\($0.1)" }.joined(separator: "; "), stored)
+        let all = own.map(\.text) + stored.map { "\($0.name)=\($0.value)" }
+        return (all.isEmpty ? nil : all.joined(separator: "; "), stored)
     }
 
     /// When `cookie` was made, as its `properties` say (`Created`, seconds since 2001, which `HTTPCookie` sets as it
@@ -442,6 +442,20 @@ enum CookieRules {
 
     /// The creation times replacing cookies keep (``keepCreationTimes(of:replacing:now:)``).
     private static let keptCreationTimes = Protected<[CookieIdentity: KeptCreationTime]>([:])
+
+    /// The pieces of a `Cookie` header as written, in order, the blanks around each trimmed and empty ones left out,
+    /// each with the name ``pairs(of:)`` reads in it (empty for `=abc`): a caller's own header is sent as it wrote it,
+    /// a piece without `=` (`consent`, a nameless cookie of RFC 6265bis) or without a name included, not rewritten
+    /// as `consent=` (a cookie named `consent`) or dropped.
+    static func pieces(of header: String?) -> [(name: String, text: String)] {
+        guard let header else { return [] }
+        return header.split(separator: ";").compactMap { part in
+            let text = trimmed(part)
+            guard !text.isEmpty else { return nil }
+            let name = trimmed(text.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)[0])
+            return (name, text)
+        }
+    }
 
     /// The `name=value` pairs of a `Cookie` header, in order; a piece without a name is left out.
     static func pairs(of header: String?) -> [(name: String, value: String)] {

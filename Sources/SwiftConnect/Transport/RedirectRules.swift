@@ -379,17 +379,17 @@ enum RedirectRule {
         }
         guard !applying.isEmpty else { return request }
         let names = Set(applying.map(\.cookie.name))
-        let own = CookieRules.pairs(of: request.headerFields[.cookie]).filter { !names.contains($0.name) }
+        // The request's own pieces as written (a nameless cookie too), but those a cookie of the redirect replaces.
+        let own = CookieRules.pieces(of: request.headerFields[.cookie]).filter { !names.contains($0.name) }
         let added = applying.filter { !$0.isExpired }.enumerated()
             .sorted { left, right in
                 let (leftPath, rightPath) = (left.element.cookie.path.count, right.element.cookie.path.count)
                 return leftPath != rightPath ? leftPath > rightPath : left.offset < right.offset
             }
-            .map { (name: $0.element.cookie.name, value: $0.element.cookie.value) }
-        let pairs = own + added
+            .map { "\($0.element.cookie.name)=\($0.element.cookie.value)" }
+        let pieces = own.map(\.text) + added
         var request = request
-        request.headerFields[.cookie] =
-            pairs.isEmpty ? nil : pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
+        request.headerFields[.cookie] = pieces.isEmpty ? nil : pieces.joined(separator: "; ")
         return request
     }
 }

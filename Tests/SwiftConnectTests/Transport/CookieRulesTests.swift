@@ -387,4 +387,13 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertEqual(header("https://a.example.com/", [], keeping: "c=3"), "c=3")
         XCTAssertNil(header("https://a.example.com/", []))
     }
+
+    /// The caller's own header goes as written, but for the blanks around its pieces: a nameless cookie (`consent`,
+    /// RFC 6265bis) is not rewritten as a cookie named `consent` (`consent=`), nor one written `=abc` dropped.
+    func testTheRequestsOwnPiecesGoAsWritten() {
+        let cookies = [stored("a")]
+        XCTAssertEqual(
+            header("https://a.example.com/", cookies, keeping: " consent ;=abc; b = 1 ;;"), "consent; =abc; b = 1; a=v")
+        XCTAssertEqual(header("https://a.example.com/", cookies, keeping: "a=mine; x"), "a=mine; x")
+    }
 }

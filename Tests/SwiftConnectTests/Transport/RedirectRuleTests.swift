@@ -174,6 +174,11 @@ final class RedirectRuleTests: XCTestCase {
 
         XCTAssertEqual(next.request.value(forHTTPHeaderField: "Cookie"), "theme=dark; session=abc")
         XCTAssertNil(elsewhere.request.value(forHTTPHeaderField: "Cookie"))
+
+        // The request's own pieces go on as written: a nameless cookie, one written `=x`
+        let nameless = request(headers: ["Cookie": "consent; =x; session=old"])
+        let kept = try XCTUnwrap(RedirectRule.next(after: nameless, answeredBy: response))
+        XCTAssertEqual(kept.request.value(forHTTPHeaderField: "Cookie"), "consent; =x; session=abc")
     }
 
     /// A cookie whose `Domain` is the setting host itself is a domain cookie (RFC 6265 §5.3, step 6; §4.1.2.3: a
