@@ -541,13 +541,15 @@ extension Connect {
         debugResponse: Bool,
         options callOptions: RequestOptions,
         bodyIsReplaced: Bool = false,
+        startedAfter: UInt64? = nil,
         adjust: ((inout ConnectRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Exchange {
         // Asked here, on the caller's thread and task: some of the call's lines are written on the engine's threads.
         let logger = logger.forCall()
         // Read before anything of the call runs: a cancelAllRequests() from another thread while the request is
-        // built, or while `adjust` writes an upload's body file, has to reach this call too.
-        let cancellationsBefore = inFlight.cancellations
+        // built, or while `adjust` writes an upload's body file, has to reach this call too (and, for a call that
+        // goes on an earlier one, an event source's reconnection, one since that one began: `startedAfter`).
+        let cancellationsBefore = startedAfter ?? inFlight.cancellations
         // The connector's and the call's options; then the client's for the method below them, if any.
         let leveled = connector.options.merged(with: callOptions)
         let methodOptions = settings.methodOptions.isEmpty ? nil : settings.methodOptions[connector.method]

@@ -101,9 +101,10 @@ public struct EventSource: AsyncSequence {
         /// Whether the current connection handed out an event: one that reaches the body's size limit before any
         /// would reach it again, at the same event, on every reconnection.
         private var deliveredOnConnection = false
-        /// The client's count of `cancelAllRequests()` when the last connection began: one since then stops the
-        /// wait before the next, as it stops a connection.
-        private var cancellationsAtOpen: UInt64 = 0
+        /// The client's count of `cancelAllRequests()` when the first connection began, read once: one since then
+        /// stops the source, whether it comes while a connection reads, while the source waits to reconnect, or in
+        /// between (a wait just over, its task not yet resumed), where nothing of the source is in flight to cancel.
+        private var cancellationsAtOpen: UInt64?
         /// The `Last-Event-ID` the first request went with, as the middlewares left it (a saved ID on the connector,
         /// its options or added by a middleware): the last event ID when the first connection fails with no request
         /// to read it from (cancelled before its answer).
@@ -124,7 +125,7 @@ public struct EventSource: AsyncSequence {
                         throw ConnectError.cancelled()
                     }
                     let opened: ResponseEvents<ResponseStream>.AsyncIterator?
-                    cancellationsAtOpen = source.connect.inFlightCancellations
+                    if cancellationsAtOpen == nil { cancellationsAtOpen = source.connect.inFlightCancellations }
                     do {
                         opened = try await open()
                     } catch let error as ConnectError
@@ -243,7 +244,8 @@ public struct EventSource: AsyncSequence {
                 waiting.completeIfPending(with: .success(()))
             }
             waiting.setCancelHandler { timer.cancel() }
-            source.connect.track(waiting.future, startedAfter: cancellationsAtOpen)
+            source.connect.track(
+                waiting.future, startedAfter: cancellationsAtOpen ?? source.connect.inFlightCancellations)
             do {
                 try await waiting.future.value
             } catch {
@@ -340,7 +342,7 @@ public struct EventSource: AsyncSequence {
                     })
             }
             let stream = source.connect.stream(
-                source.connector, options: options, streaming: source.streaming
+                source.connector, options: options, streaming: source.streaming, startedAfter: cancellationsAtOpen
             ) { request in
                 request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
                 request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")

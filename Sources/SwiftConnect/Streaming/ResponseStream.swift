@@ -331,15 +331,19 @@ extension Connect {
         stream(connector, options: options, streaming: streaming) { _ in }
     }
 
-    /// ``stream(_:options:streaming:)`` with `adjust` applied to the request before it enters the pipeline.
+    /// ``stream(_:options:streaming:)`` with `adjust` applied to the request before it enters the pipeline; a
+    /// `cancelAllRequests()` since `startedAfter` (an event source's count at its first connection) stops it, as one
+    /// that comes while it runs does.
     func stream(
         _ connector: any Connector, options: RequestOptions, streaming: StreamingOptions,
-        adjust: @escaping @Sendable (inout ConnectRequest) -> Void
+        startedAfter: UInt64? = nil, adjust: @escaping @Sendable (inout ConnectRequest) -> Void
     ) -> ResponseStream {
         // Read before the call starts: a cancelAllRequests() that comes once its head is there has to reach its body.
-        let cancellationsBefore = inFlightCancellations
+        let cancellationsBefore = startedAfter ?? inFlightCancellations
         let bodies = StreamedBodies()
-        let exchange = exchange(connector, debugResponse: false, options: options) { request, transfer in
+        let exchange = exchange(
+            connector, debugResponse: false, options: options, startedAfter: cancellationsBefore
+        ) { request, transfer in
             adjust(&request)
             transfer.streaming = streaming.takingIdleTimeout(transfer.idleTimeout)
             transfer.streamedBodies = bodies
