@@ -221,7 +221,8 @@ public struct RequestOptions: Sendable {
     }
     /// Receives upload and download progress, in order; the last report comes before the future completes (after a
     /// cancellation or the deadline no report starts, though one already running on another thread then may end after
-    /// the caller hears of it). No report repeats the one before it, and the response body's end
+    /// the caller hears of it). For a streamed call (``Connect/stream(_:options:streaming:)``, an event source), whose
+    /// future completes with the head, the body's reports go on as it is read, after the head, to its end. No report repeats the one before it, and the response body's end
     /// (``TransferProgress/downloadFraction`` of 1) comes once, in the last report, when the whole body of the answer
     /// is there: for a download, once its file is in place. An attempt the retry loop sends again (after a 503, say)
     /// does not report the end of its own body. A retried request sends its body again, and so does a redirect

@@ -46,6 +46,31 @@ final class StreamingIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(serverWaited.snapshot, true, "the client got the first chunk only with the rest of the body")
     }
 
+    /// A streamed call's progress goes on after its head (which completes its future), to the body's end, as
+    /// `RequestOptions.progress` says: the server sends the rest of the body only once the client has the head.
+    func testAStreamsProgressGoesOnAfterItsHeadToTheBodysEnd() async throws {
+        let headReceived = DispatchSemaphore(value: 0)
+        server.route("GET", "/live") { _ in
+            .stream(contentLength: 20_000, contentType: "application/octet-stream") { write in
+                guard write(Data(count: 10_000)) else { return }
+                guard headReceived.wait(timeout: .now() + 10) == .success else { return }
+                _ = write(Data(count: 10_000))
+            }
+        }
+        let reports = Recorder<TransferProgress>()
+        let stream = client().stream(
+            Route("/live", baseURL: server.baseURL), options: RequestOptions(progress: { reports.append($0) }))
+        _ = try await stream.response
+        let atHead = reports.values.count
+        XCTAssertFalse(reports.values.contains { $0.downloadFraction == 1 }, "the body's end before it was sent")
+        headReceived.signal()
+        var received = 0
+        for try await chunk in stream { received += chunk.count }
+        XCTAssertEqual(received, 20_000)
+        XCTAssertGreaterThan(reports.values.count, atHead)
+        XCTAssertEqual(reports.values.last?.downloadFraction, 1)
+    }
+
     func testServerSentEventsAndLinesOverTheWire() async throws {
         let events = [
             ServerSentEvent(data: "Hel", id: "1"), ServerSentEvent(data: "lo,\nworld", id: "2"),
