@@ -26,7 +26,10 @@ import Foundation
 /// Plugins run on the plugin queue, one event after another in the order they happened, never on the request's
 /// own path: a slow plugin delays other plugins, not requests. The queue is one for the process, so that a plugin
 /// shared by several clients (a client and one made from it with `adding(plugins:)`) is never called from two
-/// threads at once. Implement only what you need:
+/// threads at once. An event waits there with what it carries (the request, and the response with its body): a plugin
+/// slower than the requests it hears keeps them in memory until it catches up, as an Alamofire `EventMonitor` on its
+/// queue does, with no bound. Keep plugins quick, or hand their work to a queue of yours that drops what it cannot keep
+/// up with. Implement only what you need:
 ///
 /// ```swift
 /// final class ActivityCounter: ConnectPlugin, @unchecked Sendable {
