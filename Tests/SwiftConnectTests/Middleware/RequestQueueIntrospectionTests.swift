@@ -88,6 +88,32 @@ final class RequestQueueIntrospectionTests: XCTestCase {
         XCTAssertFalse("\(saved)".contains("tok-1234"), "printing it hides the credential")
     }
 
+    /// An upload whose body goes from a file waits with the file beside its request: taken out, the request has no
+    /// body, and sending it again is refused (its `Content-Length` names bytes it no longer has), as the waiting
+    /// request's documentation says; nothing goes out empty.
+    func testAWaitingUploadFromAFileComesBackWithoutItsBodyAndIsRefusedIfSentAgain() throws {
+        let transport = FakeTransport()
+        transport.stub(.post, "/up", with: .json(string: "{}", status: 201))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        queue.pause()
+        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("movie-\(UUID().uuidString).bin")
+        try Data(repeating: 7, count: 1_000).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let upload = connect.upload(
+            files: [File(key: "video", fileURL: file)],
+            to: Route(url: URL(string: "https://api.example.com/up")!, method: .post))
+        let saved = try XCTUnwrap(queue.waitingRequests.first).request
+        queue.cancelPending()
+        XCTAssertEqual(connectError(of: upload)?.kind, .cancelled)
+
+        guard case .none = saved.body else { return XCTFail("expected no body, got \(saved.body)") }
+        queue.resume()
+        let error = connectError(of: connect.response(for: saved))
+        XCTAssertEqual(error?.kind, .invalidRequest, String(describing: error))
+        XCTAssertTrue(transport.requests.isEmpty, "nothing went out")
+    }
+
     func testARunningRequestIsNotCancelledByItsWaitingID() throws {
         let transport = FakeTransport()
         let gate = Promise<Void>()

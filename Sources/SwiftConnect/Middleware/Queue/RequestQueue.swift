@@ -530,6 +530,11 @@ extension RequestQueue {
         /// them again later with ``Connect/response(for:name:options:)``. It carries none of its connector's or
         /// call's options: give them again as that call's `options:` (`requiresAuthentication: false` for a route
         /// that goes unsigned, its validators and processors). Printing one hides its secrets.
+        ///
+        /// An upload whose body goes from a file (``Connect/upload(files:to:debugResponse:)`` of a file on disk, or of
+        /// a form over 8 MiB) waits with that file beside the request, not in it: its `request` has no body, and the
+        /// file is deleted once its call ends. Sent again, such a request is refused (``ConnectError/Kind/invalidRequest``:
+        /// its `Content-Length` names bytes it no longer has); upload the files again instead.
         public let request: ConnectRequest
 
         /// The URL as printed: ``ConnectRequest/redactedURL``.
