@@ -148,8 +148,7 @@ public struct CertificatePins: Sendable, Equatable {
     /// - Parameter host: A host name, as in a URL.
     /// - Returns: The SHA-256 hashes, or `nil`.
     public func pins(for host: String) -> Set<Data>? {
-        // Lower-cased, without brackets or trailing dots, an address in one form: as every pattern is kept.
-        let name = Self.addressPinned(ComparableHost.normalized(host, droppingTrailingDot: true) ?? host.lowercased())
+        let name = Self.comparableHost(host)
         if let exact = pinsByPattern[name] { return exact }
         var rest = Substring(name)
         while let dot = rest.firstIndex(of: ".") {
@@ -157,6 +156,13 @@ public struct CertificatePins: Sendable, Equatable {
             if let wildcard = pinsByPattern["*." + rest] { return wildcard }
         }
         return nil
+    }
+
+    /// `host` as ``pins(for:)`` reads it: lower-cased, without brackets or trailing dots, an address in one form (as
+    /// every pattern is kept). One name per host however a URL writes it (`LOCALHOST`, `127.1`, `example.com.`), for
+    /// an engine that keeps something per pinned host (`AsyncHTTPClientTransport`'s relays).
+    @_spi(Engine) public static func comparableHost(_ host: String) -> String {
+        addressPinned(ComparableHost.normalized(host, droppingTrailingDot: true) ?? host.lowercased())
     }
 
     /// Whether a server of `host` presenting `chain` passes: `host` is not pinned, or a certificate of `chain`

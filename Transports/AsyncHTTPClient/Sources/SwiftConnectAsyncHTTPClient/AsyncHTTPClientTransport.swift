@@ -49,7 +49,9 @@ import NIOSSL
 /// its connection (no length, not chunked) fails with
 /// ``SwiftConnect/ConnectError/Kind/connectionLost`` when its TLS connection ends without `close_notify`, as for an
 /// unpinned host; through the relay this is told by host, not by connection, so another connection to that host
-/// breaking meanwhile fails such a body too.
+/// breaking meanwhile fails such a body too. A relay (a listening socket) is made for each pinned host and port the
+/// transport reaches, however a URL writes the host (`LOCALHOST`, `127.1`), and kept until ``shutdown()``: a `*.`
+/// pattern that reaches a new host per tenant makes one per tenant.
 ///
 /// Each request runs in a task of its own; callbacks chained on its future run in that task for small bodies
 /// (under 32 KiB), on a global dispatch queue for larger ones: don't block in them.

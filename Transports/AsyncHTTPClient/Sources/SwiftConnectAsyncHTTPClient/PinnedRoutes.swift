@@ -41,8 +41,12 @@ final class PinnedRoutes: Sendable {
     private struct State {
         /// The directory of the sockets, made at the first pinned request.
         var directory: String?
-        /// The relay of each origin ("host:port"), started once.
+        /// The relay of each origin ("host:port", the host as the pins read it: one relay however a URL spells the
+        /// host, `LOCALHOST`, `127.1` or `example.com.`), started once.
         var relays: [String: Task<Relay, any Error>] = [:]
+        /// The trust and the TLS context every relay shares, made at the first relay's start: the configuration and
+        /// the pins are the same for every host, and a context holds its trust roots (the system's bundle by default).
+        var shared: (trust: PinnedTrust, context: NIOSSLContext)?
         /// The number of the next socket: each relay gets a name of its own, even after one failed to start.
         var nextSocket = 0
         var isShutDown = false
@@ -94,7 +98,7 @@ final class PinnedRoutes: Sendable {
                 host: host, reason: "the TLS configuration turns certificate verification off")
         }
         let port = url.port ?? 443
-        let key = "\(host):\(port)"
+        let key = "\(CertificatePins.comparableHost(host)):\(port)"
         let task: Task<Relay, any Error> = try state.withLockedValue { state in
             if state.isShutDown { throw HTTPClientError.alreadyShutdown }
             if let task = state.relays[key] { return task }
@@ -108,22 +112,14 @@ final class PinnedRoutes: Sendable {
     /// Starts the relay of `host`:`port`; a relay that cannot start is forgotten, so the next request tries again.
     private func start(host: String, port: Int, key: String) async throws -> Relay {
         do {
-            let trust: PinnedTrust
-            do {
-                trust = try PinnedTrust(tls: tls, pins: pins)
-            } catch {
-                throw PinnedFailure.unusable(host: host, reason: "the trust roots cannot be read (\(error))")
-            }
+            let (trust, context) = try sharedTrustAndContext(host: host)
             let path = try state.withLockedValue { state in
                 if state.directory == nil { state.directory = try Self.makeDirectory() }
                 state.nextSocket += 1
                 return state.directory! + "/\(state.nextSocket).sock"
             }
-            var configuration = tls
-            configuration.applicationProtocols = ["http/1.1"]
             let dialer = Dialer(
-                host: host, address: dnsOverride[host] ?? host, port: port,
-                context: try NIOSSLContext(configuration: configuration), trust: trust,
+                host: host, address: dnsOverride[host] ?? host, port: port, context: context, trust: trust,
                 connectTimeout: connectTimeout)
             let server = try await ServerBootstrap(group: group)
                 .childChannelOption(.autoRead, value: false)
@@ -138,6 +134,27 @@ final class PinnedRoutes: Sendable {
             throw PinnedFailure.unusable(host: host, reason: "its relay cannot start (\(error))")
         }
     }
+
+    /// The trust and TLS context of every relay, made once (``State/shared``).
+    private func sharedTrustAndContext(host: String) throws -> (PinnedTrust, NIOSSLContext) {
+        try state.withLockedValue { state in
+            if let shared = state.shared { return shared }
+            let trust: PinnedTrust
+            do {
+                trust = try PinnedTrust(tls: tls, pins: pins)
+            } catch {
+                throw PinnedFailure.unusable(host: host, reason: "the trust roots cannot be read (\(error))")
+            }
+            var configuration = tls
+            configuration.applicationProtocols = ["http/1.1"]
+            let shared = (trust: trust, context: try NIOSSLContext(configuration: configuration))
+            state.shared = shared
+            return shared
+        }
+    }
+
+    /// The number of relays started or starting (for tests).
+    var relayCount: Int { state.withLockedValue { $0.relays.count } }
 
     /// Closes every relay and removes their sockets. Connections already relayed end when AsyncHTTPClient closes
     /// them (its shutdown does).

@@ -2,8 +2,9 @@ import AsyncHTTPClient
 import Foundation
 import NIOSSL
 import SwiftConnect
-import SwiftConnectAsyncHTTPClient
 import XCTest
+
+@testable import SwiftConnectAsyncHTTPClient
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -135,6 +136,10 @@ final class PinningTests: TLSServerTestCase {
             let response = try right.send(URLRequest(url: url, timeoutInterval: 10)).wait(timeout: 10)
             XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "HTTP/1.1", host)
         }
+        // One relay per host, however it is written: a relay (a socket, a listening descriptor) per spelling grew
+        // with every new one a server's redirects could invent, until the transport shut down.
+        XCTAssertEqual(right.pinned.relayCount, 2, "localhost and 127.0.0.1")
+        XCTAssertEqual(wrong.pinned.relayCount, 2, "localhost and 127.0.0.1")
     }
 
     /// A pinned host that refuses the connection: a typed error, the same as unpinned, and the transport goes on
