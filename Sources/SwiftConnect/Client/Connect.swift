@@ -658,6 +658,7 @@ extension Connect {
                 sent: Future(error: redactsSecrets ? error : ConnectError.showingSecrets(error)), check: nil)
         }
         var context = context
+        context.responseCache = responseCache
         if !settings.observers.isEmpty {
             context.transfer.observation = CallObservation.start(
                 ConnectCall(

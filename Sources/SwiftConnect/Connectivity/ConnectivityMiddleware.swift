@@ -52,7 +52,9 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 /// Place it first among the middlewares, so a request waits before any middleware does work for it (a token
 /// refresh, a cache lookup). A request that forbids the network (`Cache-Control: only-if-cached`, the cache policy
 /// `.returnCacheDataDontLoad`) is never held nor failed: the client's ``ResponseCache`` answers it offline, or fails it
-/// with nothing sent.
+/// with nothing sent. Offline, neither is one the client's cache would answer as it is, without the network: a fresh
+/// stored response, or a stale one the request accepts (`max-stale`, `.returnCacheDataElseLoad`), in memory or in the
+/// cache's storage.
 public struct ConnectivityMiddleware: Middleware {
     /// The monitor it follows.
     var monitor: any ConnectivityMonitor { gate.monitor }
@@ -83,6 +85,13 @@ public struct ConnectivityMiddleware: Middleware {
         // A request that forbids the network (`only-if-cached`, `.returnCacheDataDontLoad`) is the cache's to answer
         // offline, as the cache's documentation promises: held or failed here, it never reached the cache.
         guard policy != .ignore, !LoopbackHost.contains(request.url), !ResponseCache.forbidsTheNetwork(request) else {
+            return next(request)
+        }
+        // Nor is one the client's cache would answer as it is, without the network: a fresh stored response, or a
+        // stale one the request accepts (`max-stale`, `.returnCacheDataElseLoad`), as its documentation says.
+        if !gate.isConnected, let cache = context.responseCache,
+            cache.servesWithoutTheNetwork(request, context: context)
+        {
             return next(request)
         }
         return gate.send(
@@ -149,6 +158,9 @@ final class ConnectivityGate: Sendable {
         // The hold goes now (no later gate can reuse this identity while it stands); what it held starts elsewhere.
         queue?.holdForNetwork(false, by: ObjectIdentifier(self), startingLater: true)
     }
+
+    /// Whether the monitor last said the network is there.
+    var isConnected: Bool { state.withLock { $0.isConnected } }
 
     /// Sends `request` now if the network is up; otherwise waits for it (`waiting`) or fails at once.
     func send(

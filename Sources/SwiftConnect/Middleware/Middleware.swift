@@ -155,6 +155,9 @@ public struct RequestContext: Sendable {
     /// caches GET and HEAD only, as under its default rule, so that a rule naming a key does not make a DELETE or a
     /// POST a read of that key, never sent. `false` in a context made by hand.
     var cacheRuleIsClientWide = false
+    /// The client's ``ResponseCache``, which runs after every middleware: a ``ConnectivityMiddleware`` asks it offline
+    /// whether it would answer the request without the network. `nil` without one, or in a context made by hand.
+    var responseCache: ResponseCache?
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.

@@ -60,6 +60,60 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         }
     }
 
+    /// A request the cache would answer as it is goes on to the cache offline, not held for the network: a fresh
+    /// stored response, and a stale one the request accepts (`max-stale`, `.returnCacheDataElseLoad`), in memory or in
+    /// the cache's storage, under either policy, as `ResponseCache`'s documentation says. One the cache would send on
+    /// (nothing stored, stale and not accepted) is still held, or failed at once.
+    func testARequestTheCacheAnswersAsItIsGoesOnOffline() throws {
+        for policy in [ConnectivityPolicy.failFast, .waitForConnectivity] {
+            for onDisk in [false, true] {
+                network.goOnline()
+                let clock = ManualClock()
+                let transport = FakeTransport(fallback: .json(["ok": true]))
+                let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+                defer { try? FileManager.default.removeItem(at: folder) }
+                let storage = onDisk ? try DiskResponseStorage(directory: folder) : nil
+                let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+                let online = Connect(
+                    transport: transport, middlewares: [ConnectivityMiddleware(monitor: network, policy: policy)],
+                    retryPolicy: nil, responseCache: ResponseCache(storage: storage, now: { clock.now }))
+                _ = try online.request(Item(id: 1), options: rule).wait(timeout: 5)
+                // From the storage alone: a new client over it (an app started again offline)
+                let connect =
+                    onDisk
+                    ? Connect(
+                        transport: transport, middlewares: [ConnectivityMiddleware(monitor: network, policy: policy)],
+                        retryPolicy: nil, responseCache: ResponseCache(storage: storage, now: { clock.now }))
+                    : online
+                network.goOffline()
+                defer { network.goOnline() }
+                let label = "\(policy), on disk: \(onDisk)"
+
+                // Fresh
+                XCTAssertNotNil(try? connect.request(Item(id: 1), options: rule).wait(timeout: 5), label)
+                // Stale, accepted
+                clock.advance(600)
+                let maxStale = Route(
+                    url: URL(string: "https://api.example.com/items/1")!,
+                    headers: [HTTPHeader(name: "Cache-Control", value: "max-stale")], options: rule)
+                XCTAssertNotNil(try? connect.request(maxStale).wait(timeout: 5), label)
+                var elseLoad = ConnectRequest(url: URL(string: "https://api.example.com/items/1")!)
+                elseLoad.cachePolicy = .returnCacheDataElseLoad
+                XCTAssertEqual(
+                    try? connect.response(for: elseLoad, options: rule).wait(timeout: 5).statusCode, 200, label)
+                XCTAssertEqual(transport.requests.count, 1, "\(label): nothing sent offline")
+
+                // Stale and not accepted, or nothing stored: the middleware's to hold (a short deadline) or fail
+                for missing in [Item(id: 1, timeout: 0.5), Item(id: 2, timeout: 0.5)] {
+                    let error = connectError(of: connect.request(missing, options: rule))
+                    XCTAssertEqual(
+                        error?.kind, policy == .failFast ? .notConnected : .timedOut, "\(label): \(missing.id)")
+                }
+                XCTAssertEqual(transport.requests.count, 1, label)
+            }
+        }
+    }
+
     private func client(
         _ policy: ConnectivityPolicy, retryPolicy: RetryPolicy? = nil, queue: RequestQueue? = nil,
         pausing: Bool = false

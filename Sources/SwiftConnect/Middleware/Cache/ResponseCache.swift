@@ -706,12 +706,28 @@ public final class ResponseCache: Sendable {
         return String(UInt(bitPattern: hasher.finalize()), radix: 16)
     }
 
-    /// Serves a fresh stored response, or sends the request through `next` and stores its response.
-    func respond(
-        to request: consuming ConnectRequest,
-        context: RequestContext,
-        next: @escaping Middleware.Next
-    ) -> Future<ConnectResponse> {
+    /// How the cache reads what it holds for one request: the rule, the request's directives, and what it accepts.
+    private struct Reading {
+        let rule: CacheRule
+        let asks: RequestDirectives
+        let policy: URLRequest.CachePolicy
+        let limit: Int
+        let servesRedirected: Bool
+        let asksRange: Bool
+        let bypasses: Bool
+        let revalidates: Bool
+        let servesStale: Bool
+
+        /// Whether a stored response of `freshness` is served as it is, `now`.
+        func accepts(_ freshness: StoredFreshness, now: Date) -> Bool {
+            !revalidates
+                && (servesStale || ResponseCache.accepts(freshness.within(rule.timeToLive), now: now, asks: asks))
+        }
+    }
+
+    /// How the cache reads what it holds for `request` (``respond(to:context:next:)``), or `nil` when the request is
+    /// not the cache's: it passes on as it is.
+    private func reading(_ request: borrowing ConnectRequest, context: RequestContext) -> Reading? {
         // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
         // The default rule and the client-wide one are for reads: under them, a DELETE or a POST is sent, not served
         // as a read of its key. Only a rule given for the request (its connector's, its call's or its method's) makes
@@ -720,26 +736,10 @@ public final class ResponseCache: Sendable {
         guard let given = context.options.cache ?? defaultRule, given.timeToLive > 0,
             Self.isCacheable(request, rule: given, readsOnly: isEveryRequestsRule),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
-        else { return passing(request, to: next) }
+        else { return nil }
         // A custom key names one response: as every GET's key, it would answer `/b` with `/a`'s body.
         let rule = isEveryRequestsRule ? given.withoutKey : given
-        let asks = Self.requestDirectives(of: request)
         let policy = request.cachePolicy
-        // RFC 9111 §5.2.1.5: nothing of this exchange is stored. A stored response may still answer it; this cache
-        // serves one only when the request also forbids the network, by `only-if-cached` or its cache policy
-        // (`.returnCacheDataDontLoad`): it then sends, and stores, nothing.
-        if asks.noStore, !asks.onlyIfCached, policy != .returnCacheDataDontLoad {
-            return request.method == .head
-                ? checkingStoredGET(request, rule: rule, sharesKey: rule.key != nil, next: next) : next(request)
-        }
-        let limit = context.transfer.maxResponseBytes ?? .max
-        // A request with a redirect limit of its own (`RequestOptions.maxRedirects`, `0` to take a redirect as the
-        // answer) is not served a response a redirect led to: how many redirects it took is not known.
-        let servesRedirected = context.transfer.maxRedirects == nil
-        let method = context.method
-        let credentials = Self.credentialsDigest(of: request)
-        let key = Self.key(for: request, rule: rule, credentials: credentials)
-        let now = self.now()
         // A reload fetches in full, ignoring what is stored; a request that asks to revalidate (RFC 9111 §5.2.1.4)
         // is served nothing as it is, but what is stored is revalidated, fresh or not.
         // A GET for part of the resource (`Range`, RFC 9110 §14.2) is not answered from a stored complete response:
@@ -747,17 +747,78 @@ public final class ResponseCache: Sendable {
         // take for the part it asked, and this cache builds no 206 of its own (RFC 9111 §3.4 allows, not asks, it).
         // It goes to the server as it is, unconditional, and its 206 or 416 is not stored and leaves what is.
         let asksRange = request.method == .get && request.value(forHTTPHeaderField: "Range") != nil
-        let bypasses = rule.bypassesCache || Self.ignoresStoredData(policy) || asksRange
-        // A condition only the origin server can judge (`If-Match`, `If-Unmodified-Since`, `If-Range`: RFC 9111
-        // §4.3.2) is not answered from what is stored: the request is sent as it is, as a revalidation would be.
-        let revalidates =
-            asks.revalidate || policy == .reloadRevalidatingCacheData
-            || Self.originConditionFields.contains { request.value(forHTTPHeaderField: $0) != nil }
-        // `returnCacheData…`: a stored response is served even past its time to live.
-        let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
-        let accepts = { (freshness: StoredFreshness) in
-            !revalidates && (servesStale || Self.accepts(freshness.within(rule.timeToLive), now: now, asks: asks))
+        let asks = Self.requestDirectives(of: request)
+        return Reading(
+            rule: rule, asks: asks, policy: policy,
+            limit: context.transfer.maxResponseBytes ?? .max,
+            // A request with a redirect limit of its own (`RequestOptions.maxRedirects`, `0` to take a redirect as the
+            // answer) is not served a response a redirect led to: how many redirects it took is not known.
+            servesRedirected: context.transfer.maxRedirects == nil,
+            asksRange: asksRange,
+            bypasses: rule.bypassesCache || Self.ignoresStoredData(policy) || asksRange,
+            // A condition only the origin server can judge (`If-Match`, `If-Unmodified-Since`, `If-Range`: RFC 9111
+            // §4.3.2) is not answered from what is stored: the request is sent as it is, as a revalidation would be.
+            revalidates: asks.revalidate || policy == .reloadRevalidatingCacheData
+                || Self.originConditionFields.contains { request.value(forHTTPHeaderField: $0) != nil },
+            // `returnCacheData…`: a stored response is served even past its time to live.
+            servesStale: policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad)
+    }
+
+    /// Whether the cache holds a response it would serve `request` as it is, without the network: a fresh one, or a
+    /// stale one the request accepts (`max-stale`, `.returnCacheData…`), in memory or in its storage. A
+    /// ``ConnectivityMiddleware`` asks it offline, to let such a request on to the cache rather than hold it for the
+    /// network. Counts nothing and changes nothing; what is stored may still change before the request gets here.
+    func servesWithoutTheNetwork(_ request: ConnectRequest, context: RequestContext) -> Bool {
+        guard let reading = reading(request, context: context), !reading.asks.noStore, !reading.bypasses,
+            !reading.revalidates
+        else { return false }
+        let key = Self.key(for: request, rule: reading.rule, credentials: Self.credentialsDigest(of: request))
+        let now = self.now()
+        let method = context.method
+        if let entry = state.withLock({ $0.entries[key] }), entry.method == method,
+            entry.response.data.count <= reading.limit, entry.matches(request),
+            reading.servesRedirected || !entry.isRedirected, reading.accepts(entry.freshness, now: now)
+        {
+            return true
         }
+        guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
+            stored.body.count <= reading.limit,
+            stored.varying.allSatisfy({ Self.sameVaryValue($0.value, request.value(forHTTPHeaderField: $0.name)) }),
+            reading.servesRedirected || Self.resources(asked: request.url, answered: stored.url).count == 1
+        else { return false }
+        let freshness = StoredFreshness(
+            expiry: stored.expiry, generated: ResponseFreshness.generated(stored, now: now),
+            mustRevalidate: ResponseFreshness.mustRevalidate(stored.headers))
+        return reading.accepts(freshness, now: now)
+    }
+
+    /// Serves a fresh stored response, or sends the request through `next` and stores its response.
+    func respond(
+        to request: consuming ConnectRequest,
+        context: RequestContext,
+        next: @escaping Middleware.Next
+    ) -> Future<ConnectResponse> {
+        guard let reading = reading(request, context: context) else { return passing(request, to: next) }
+        let rule = reading.rule
+        let asks = reading.asks
+        let policy = reading.policy
+        // RFC 9111 §5.2.1.5: nothing of this exchange is stored. A stored response may still answer it; this cache
+        // serves one only when the request also forbids the network, by `only-if-cached` or its cache policy
+        // (`.returnCacheDataDontLoad`): it then sends, and stores, nothing.
+        if asks.noStore, !asks.onlyIfCached, policy != .returnCacheDataDontLoad {
+            return request.method == .head
+                ? checkingStoredGET(request, rule: rule, sharesKey: rule.key != nil, next: next) : next(request)
+        }
+        let limit = reading.limit
+        let servesRedirected = reading.servesRedirected
+        let method = context.method
+        let credentials = Self.credentialsDigest(of: request)
+        let key = Self.key(for: request, rule: rule, credentials: credentials)
+        let now = self.now()
+        let asksRange = reading.asksRange
+        let bypasses = reading.bypasses
+        let revalidates = reading.revalidates
+        let accepts = { (freshness: StoredFreshness) in reading.accepts(freshness, now: now) }
         let (found, stale, fetch, generation, seen, insertions) = state.withLock {
             state -> (Entry?, Entry?, UInt64, UInt64, UInt64?, UInt64) in
             var stale: Entry?
