@@ -131,7 +131,10 @@ public final class AsyncHTTPClientTransport: Transport {
     ///
     /// - Parameters:
     ///   - configuration: The client's configuration (TLS, timeouts, pool, proxy…). Its redirect configuration
-    ///     is replaced: the transport follows redirects itself. Defaults to ``defaultConfiguration``.
+    ///     is replaced: the transport follows redirects itself. Its tracer is removed (`tracing.tracer = nil`), as
+    ///     in ``defaultConfiguration``: a `Configuration` made after a tracer was bootstrapped holds that tracer, and
+    ///     AsyncHTTPClient would make a span of its own per request, its URL's query in clear (to keep AsyncHTTPClient's
+    ///     spans, give the transport your client: ``init(client:pins:)``). Defaults to ``defaultConfiguration``.
     ///   - eventLoopGroup: The event loops the client runs on. Defaults to AsyncHTTPClient's shared group.
     ///   - pins: Certificate pins, checked during the handshake (see "Certificate pinning" above), with the
     ///     configuration's `tlsConfiguration` for trust. A pinned host is refused, nothing sent, when it cannot be
@@ -146,12 +149,21 @@ public final class AsyncHTTPClientTransport: Transport {
             pins: pins, tls: configuration.tlsConfiguration, group: eventLoopGroup,
             connectTimeout: configuration.timeout.connect ?? .seconds(10), dnsOverride: configuration.dnsOverride,
             unusable: Self.whyPinnedHostsCannotBeReached(over: configuration, whose: "the transport's client"))
-        var configuration = configuration
-        configuration.redirectConfiguration = .disallow
+        let configuration = Self.ownClientConfiguration(configuration)
         decodedContentCodings = Self.decodedContentCodings(of: configuration)
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
         affinity = LoopAffinity(group: eventLoopGroup)
         ownsClient = true
+    }
+
+    /// `configuration` as the transport's own client runs it: redirects off (the transport follows them itself) and
+    /// no tracer (an app's own configuration, made for its TLS settings, holds the tracer bootstrapped when it was
+    /// made).
+    static func ownClientConfiguration(_ configuration: HTTPClient.Configuration) -> HTTPClient.Configuration {
+        var configuration = configuration
+        configuration.redirectConfiguration = .disallow
+        if #available(macOS 10.15, iOS 13, tvOS 13, watchOS 6, *) { configuration.tracing.tracer = nil }
+        return configuration
     }
 
     /// Creates a transport over the app's own client, which its owner shuts down.

@@ -228,6 +228,14 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
             HTTPClient.Configuration().tracing.tracer, "AsyncHTTPClient's default takes the system's tracer")
     }
 
+    /// An app's own configuration (one made for its TLS settings) holds the system's tracer: the transport's client
+    /// goes without it, as with the default configuration, and makes no span of AsyncHTTPClient's.
+    func testAnAppsOwnConfigurationLosesItsTracerToo() {
+        let configuration = HTTPClient.Configuration()
+        XCTAssertNotNil(configuration.tracing.tracer)
+        XCTAssertNil(AsyncHTTPClientTransport.ownClientConfiguration(configuration).tracing.tracer)
+    }
+
     /// A transport made over the app's client refuses requests after its `shutdown()` as one with its own client
     /// does, though the app's client keeps running (it sent them on before).
     func testATransportOverAnAppsClientRefusesRequestsAfterItsShutdown() async throws {
