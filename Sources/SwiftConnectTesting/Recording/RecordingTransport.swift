@@ -32,8 +32,8 @@ import SwiftConnect
 ///   mode of every transport made without one.
 /// - **Matching** (``RequestMatcher``): method, URL and body by default, JSON keys and query items of different names
 ///   in any order. The n-th identical request gets the n-th recorded answer, so a retry replays its 503 and then its
-///   200. A request no recording answers fails with a ``RecordingError`` naming the nearest recorded request and what
-///   differs.
+///   200. A request no recording answers fails with a ``SwiftConnect/ConnectError`` of kind `.transport` whose
+///   `underlyingError` is a ``RecordingError`` naming the nearest recorded request and what differs.
 /// - **Failures**: a request that got no response (refused, timed out, reset) is recorded in `_failure` and replays
 ///   as a ``SwiftConnect/ConnectError`` of the same kind, with the same `URLError` code underneath.
 /// - **Secrets** never reach the file: credential and cookie headers, secret query items, JSON and form fields, an
