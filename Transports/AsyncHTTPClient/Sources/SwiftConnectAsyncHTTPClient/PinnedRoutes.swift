@@ -98,18 +98,22 @@ final class PinnedRoutes: Sendable {
                 host: host, reason: "the TLS configuration turns certificate verification off")
         }
         let port = url.port ?? 443
-        let key = "\(CertificatePins.comparableHost(host)):\(port)"
+        // One relay per host however a URL spells it, which connects to, names (SNI) and checks the host as the pins
+        // read it: a relay made for `2130706433` or `LOCALHOST` serves `127.0.0.1` or `localhost` alike.
+        let canonical = CertificatePins.comparableHost(host)
+        let key = "\(canonical):\(port)"
         let task: Task<Relay, any Error> = try state.withLockedValue { state in
             if state.isShutDown { throw HTTPClientError.alreadyShutdown }
             if let task = state.relays[key] { return task }
-            let task = Task { try await self.start(host: host, port: port, key: key) }
+            let task = Task { try await self.start(host: canonical, port: port, key: key) }
             state.relays[key] = task
             return task
         }
         return try await task.value
     }
 
-    /// Starts the relay of `host`:`port`; a relay that cannot start is forgotten, so the next request tries again.
+    /// Starts the relay of `host` (as the pins read it):`port`; a relay that cannot start is forgotten, so the next
+    /// request tries again.
     private func start(host: String, port: Int, key: String) async throws -> Relay {
         do {
             let (trust, context) = try sharedTrustAndContext(host: host)
@@ -118,8 +122,10 @@ final class PinnedRoutes: Sendable {
                 state.nextSocket += 1
                 return state.directory! + "/\(state.nextSocket).sock"
             }
+            // The configuration's override for the host, however its key spells it.
+            let override = dnsOverride.first { CertificatePins.comparableHost($0.key) == host }?.value
             let dialer = Dialer(
-                host: host, address: dnsOverride[host] ?? host, port: port, context: context, trust: trust,
+                host: host, address: override ?? host, port: port, context: context, trust: trust,
                 connectTimeout: connectTimeout)
             let server = try await ServerBootstrap(group: group)
                 .childChannelOption(.autoRead, value: false)
@@ -227,7 +233,8 @@ final class Relay: Sendable {
 
 /// Connects each connection accepted on a relay's socket to the origin, pinned.
 struct Dialer: Sendable {
-    /// The host's name, as the request names it: sent (SNI) and checked.
+    /// The host's name, as the pins read it (``SwiftConnect/CertificatePins/comparableHost(_:)``: lower-cased, an
+    /// address in one form): sent (SNI) and checked.
     let host: String
     /// Where the connection goes: the host, or what the client configuration's `dnsOverride` maps it to.
     let address: String

@@ -263,6 +263,42 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(elsewhere.requestCount, 2)
     }
 
+    /// The relay a host shares whatever its spelling connects to, names and checks the host as the pins read it: a
+    /// first request that spells it oddly (a redirect any server could send, to `2130706433` or `LOCALHOST`) does not
+    /// leave the relay checking the certificate against that spelling, nor dialling past the configuration's
+    /// `dnsOverride`, for the requests after it. Under full verification (the certificate names `localhost` and
+    /// `127.0.0.1`).
+    func testAnOddSpellingFirstLeavesTheSharedRelayRightForTheUsualOne() throws {
+        let elsewhere = try TLSLoopbackServer(pki: pki, host: "127.0.0.2")
+        defer { elsewhere.stop() }
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        configuration.tlsConfiguration = tls
+        let byAddress = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["127.0.0.1": [try serverPin]]))
+        configuration.dnsOverride = ["localhost": "127.0.0.2"]
+        let byName = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["localhost": [try serverPin]]))
+        addTeardownBlock {
+            try await byAddress.shutdown()
+            try await byName.shutdown()
+        }
+        let port = server.baseURL.port!
+        for host in ["2130706433", "127.0.0.1"] {
+            let url = try XCTUnwrap(URL(string: "https://\(host):\(port)"))
+            let result = try byAddress.send(request(url)).waitForResult(timeout: 10)
+            XCTAssertEqual(try result.map { String(decoding: $0.data, as: UTF8.self) }.get(), "HTTP/1.1", host)
+        }
+        let before = elsewhere.requestCount
+        for host in ["LOCALHOST", "localhost"] {
+            let url = try XCTUnwrap(URL(string: "https://\(host):\(elsewhere.baseURL.port!)"))
+            let result = try byName.send(request(url)).waitForResult(timeout: 10)
+            XCTAssertEqual(try result.map { String(decoding: $0.data, as: UTF8.self) }.get(), "HTTP/1.1", host)
+        }
+        XCTAssertEqual(elsewhere.requestCount, before + 2, "both went where the dnsOverride sends localhost")
+    }
+
     /// A configuration whose `dnsResolver` is `.randomized` has its pinned hosts refused, typed and naming why,
     /// nothing sent, on a transport's own client and on an app's; other hosts go as usual. AsyncHTTPClient 1.37 gives
     /// that resolver to its connection to a pinned host's relay too, a Unix socket, which never resolves with it: NIO
