@@ -310,6 +310,24 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(fake.requests.compactMap { $0.url?.host }, ["mirror.example.net", "mirror.example.net"])
     }
 
+    /// A 401 to a request whose credential a stage after the middleware replaced (a client made with
+    /// `adding(middlewares:)` that signs as another user) answers that credential, not the middleware's: no refresh of
+    /// the middleware's, nor a wait of its other requests behind one. And a success of it proves nothing of it.
+    func testA401ToACredentialALaterStageReplacedStartsNoRefresh() {
+        let fake = FakeTransport.answering(Self.accepting(only: Self.old))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let api = Connect(transport: fake, middlewares: [auth], retryPolicy: nil)
+        let otherUser = api.adding(middlewares: [
+            .adapter { $0.setValue("Bearer B", forHTTPHeaderField: "Authorization") }
+        ])
+
+        XCTAssertEqual(connectError(of: otherUser.request(Endpoint()))?.statusCode, 401)
+        XCTAssertEqual(stub.callCount, 0, "the middleware's credential was never sent")
+        XCTAssertNotNil(value(of: api.request(Endpoint())), "its own requests go on, signed, unheld")
+        XCTAssertEqual(authorization(fake.requests), ["Bearer B", "Bearer old"])
+    }
+
     /// Nor does a success from another origin prove a renewed credential, which that origin never saw: it once did, and
     /// the server's rejection of the renewed credential then started a second refresh.
     func testAResponseFromAnotherOriginDoesNotProveARenewedCredential() throws {

@@ -243,10 +243,11 @@ extension AuthenticationMiddleware {
             }
             request.headerFields[.authorization] = credential.headerValue
         }
+        let signedWith = signature.credential.map { _ in request.headerFields[.authorization] } ?? nil
         let sent = waiter.next(request)
         result.setUpstream(sent)  // Cancelling the caller's future now cancels this attempt.
         sent.whenComplete { outcome in
-            self.receive(outcome, for: waiter, signedIn: signature.epoch)
+            self.receive(outcome, for: waiter, signedIn: signature.epoch, signedWith: signedWith)
         }
     }
 
@@ -254,15 +255,19 @@ extension AuthenticationMiddleware {
     private func receive(
         _ outcome: Result<ConnectResponse, any Error>,
         for waiter: Waiter,
-        signedIn epoch: UInt64
+        signedIn epoch: UInt64,
+        signedWith: String? = nil
     ) {
         // A response from another origin, where a redirect led the request without its credential (the transports
-        // keep it home), says nothing of the credential: it neither proves it nor asks for a refresh.
-        guard case .success(let response) = outcome, Self.answersForTheCredential(response),
-            isUnauthorized(response)
+        // keep it home), says nothing of the credential: it neither proves it nor asks for a refresh. Nor does one to
+        // a request whose credential a stage after this one replaced (a client made with `adding(middlewares:)` that
+        // signs as another user, an adapter): it answers that stage's credential, not this one's.
+        let answersThisCredential = { (response: ConnectResponse) in
+            Self.answersForTheCredential(response) && Self.carries(signedWith, response)
+        }
+        guard case .success(let response) = outcome, answersThisCredential(response), isUnauthorized(response)
         else {
-            if case .success(let response) = outcome, Self.provesCredential(response),
-                Self.answersForTheCredential(response)
+            if case .success(let response) = outcome, Self.provesCredential(response), answersThisCredential(response)
             {
                 state.withLock { $0.accepted(signedIn: epoch) }
             }
@@ -311,6 +316,19 @@ extension AuthenticationMiddleware {
         guard let answered = response.storedHead.url, let asked = response.storedRequest.url, answered != asked
         else { return true }
         return answered.hasSameOrigin(as: asked)
+    }
+
+    /// Whether the request `response` answers went out with the `Authorization` this middleware signed it with
+    /// (`signed`), as it reached the transport: `false` only when it carries another one. One that carries none (a
+    /// response a stage or a fake made for the request as it was before signing) is taken as signed.
+    static func carries(_ signed: String?, _ response: ConnectResponse) -> Bool {
+        guard let signed else { return true }
+        let carried: String?
+        switch response.storedRequest {
+        case .foundation(let request): carried = request.value(forHTTPHeaderField: "Authorization")
+        case .model(let sent): carried = sent.request.headerFields[.authorization]
+        }
+        return carried.map { $0 == signed } ?? true
     }
 
     /// Whether `response` shows that the server read and took the credential: a status below 500 but 408 and 429.
