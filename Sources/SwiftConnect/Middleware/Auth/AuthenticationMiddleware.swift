@@ -267,8 +267,7 @@ extension AuthenticationMiddleware {
         }
         guard case .success(let response) = outcome, answersThisCredential(response), isUnauthorized(response)
         else {
-            if case .success(let response) = outcome, Self.provesCredential(response), answersThisCredential(response)
-            {
+            if case .success(let response) = outcome, Self.provesCredential(response), answersThisCredential(response) {
                 state.withLock { $0.accepted(signedIn: epoch) }
             }
             _ = waiter.promise.completeIfPending(with: outcome)
