@@ -424,8 +424,8 @@ public struct MultipartFormData: Sendable {
     /// `url`'s file opened for reading (a symbolic link is followed), refused as ``regularFileSize(_:)`` refuses it
     /// when the open file is not a regular file. The open does not wait (`O_NONBLOCK`): a pipe put in place of a
     /// checked file would hold the thread until a writer came. The open file is judged by its descriptor (`fstat`),
-    /// not by its path again.
-    static func openRegularFile(_ url: URL) throws -> FileHandle {
+    /// not by its path again. Engines open a request's body file with it too.
+    @_spi(Engine) public static func openRegularFile(_ url: URL) throws -> FileHandle {
         var openError: Int32 = 0
         let descriptor = url.withUnsafeFileSystemRepresentation { path -> Int32 in
             guard let path else {

@@ -299,7 +299,10 @@ struct FileChunks: AsyncSequence, Sendable {
                 handle = nil
                 return nil
             }
-            if handle == nil { handle = try FileHandle(forReadingFrom: file) }
+            // Opened as the core opens a file it reads: without waiting, and refused unless it is a regular file. The
+            // file is opened here, when the connection wants the body, well after its length was read: a pipe put in
+            // its place meanwhile would hold a thread of the shared pool in `open` until a writer came.
+            if handle == nil { handle = try MultipartFormData.openRegularFile(file) }
             let chunk = try handle?.read(upToCount: Int(Swift.min(Int64(FileChunks.chunkSize), remaining))) ?? Data()
             guard !chunk.isEmpty else {
                 // The file shrank: AsyncHTTPClient reports the body shorter than announced.

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import SwiftConnect
 import XCTest
 
 @testable import SwiftConnectAsyncHTTPClient
@@ -206,5 +207,32 @@ final class RequestConversionTests: XCTestCase {
 
         XCTAssertEqual(log.all, ["read end"])
         try await written.futureResult.get()
+    }
+}
+
+/// A body file is opened only when the connection wants its body, after DNS, TCP and TLS: a pipe put in its place
+/// meanwhile (a rename over it) is refused at once, not waited on in `open`, which held a thread of the shared pool
+/// until a writer came.
+final class FileChunksTests: XCTestCase {
+    func testAPipeInPlaceOfTheFileIsRefusedWithoutWaiting() async throws {
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("fifo-\(UUID().uuidString)")
+        guard mkfifo(fifo.path, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { try? FileManager.default.removeItem(at: fifo) }
+        var chunks = FileChunks(file: fifo, size: 10, sent: { _ in }).makeAsyncIterator()
+        do {
+            _ = try await chunks.next()
+            XCTFail("a pipe was read as a body file")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .fileAccess, error.description)
+        }
+    }
+
+    func testARegularFileIsReadUpToItsAnnouncedLength() async throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("body-\(UUID().uuidString)")
+        try Data(repeating: 1, count: 100).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        var read = 0
+        for try await chunk in FileChunks(file: file, size: 60, sent: { _ in }) { read += chunk.readableBytes }
+        XCTAssertEqual(read, 60)
     }
 }
