@@ -17,7 +17,11 @@ extension Connect {
     /// A connector's `.jsonObject` whose top level is a JSON object (a profile sent with an avatar, say) becomes
     /// one text field per key, in the order the connector's `jsonEncoder` wrote them (give it `.sortedKeys` for
     /// a fixed order): a string value as is, a
-    /// number, `true`/`false` or `null` as its JSON text, a nested object or array as its JSON text. Any other
+    /// number, `true`/`false` or `null` as its JSON text, a nested object or array as its JSON text. A ``JSONObject``
+    /// given as the parameters of a request whose `Content-Type` is `application/x-www-form-urlencoded` (the
+    /// connector's, the options', the client's default headers') is a form there, and gives the fields that form
+    /// would: an array one field per value, `null` none, and a nested object fails with
+    /// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, nothing sent. Any other
     /// top level (an array, a lone value) fails with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``
     /// and a `.body` parameter with ``ConnectError/InvalidRequestReason/multipleBodies``, before anything is sent.
     /// A ``JSONObject`` on a DELETE goes in the query, as it does for any DELETE, and makes no text fields.

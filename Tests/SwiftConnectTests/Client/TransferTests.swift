@@ -146,6 +146,34 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(parts.prefix(2).map { String(decoding: $0.data, as: UTF8.self) }, ["Summer & sea", "2"])
     }
 
+    /// A form route's `JSONObject` gives the fields that form would, as `upload`'s documentation says: an array a field
+    /// per value, `null` none; a nested object is refused, nothing sent.
+    func testAFormRoutesArraysAndNullsGiveTheFormsFieldsAndANestedObjectIsRefused() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(host: "api.test", transport: transport)
+        let form = [HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded")]
+        let photo = File(name: "a.png", key: "photo", mimeType: .png, data: Data([0x89, 0x50]))
+        let listed = Route(
+            "/upload", method: .post, parameters: ["tags": ["a", "b"], "note": nil] as JSONObject, headers: form)
+
+        _ = try connect.upload(files: [photo], to: listed).wait()
+
+        let sent = try XCTUnwrap(transport.requests.first)
+        let contentType = try XCTUnwrap(sent.value(forHTTPHeaderField: "Content-Type"))
+        let parts = try MultipartParser.parse(try XCTUnwrap(sent.httpBody), contentType: contentType)
+        XCTAssertEqual(parts.map(\.name), ["tags", "tags", "photo"])
+        XCTAssertEqual(parts.prefix(2).map { String(decoding: $0.data, as: UTF8.self) }, ["a", "b"])
+
+        let nested = Route("/upload", method: .post, parameters: ["meta": ["k": 1]] as JSONObject, headers: form)
+        XCTAssertThrowsError(try connect.upload(files: [photo], to: nested).wait()) { error in
+            guard case .invalidParameter(let key, _)? = (error as? ConnectError)?.invalidRequestReason else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertEqual(key, "meta")
+        }
+        XCTAssertEqual(transport.requests.count, 1, "nothing sent")
+    }
+
     /// A `JSONObject` on a DELETE goes in the query, as it does for any DELETE: the upload sends the files with that
     /// query. It failed with "its top level must be a JSON object", reading the body the object was never put in.
     func testADELETEUploadSendsAJSONObjectInTheQueryAsADELETEDoes() throws {
