@@ -133,7 +133,7 @@ extension HTTPHeader {
         "authorization", "authentication", "cookie", "token", "secret", "password", "passwd", "apikey", "accesskey",
         "authkey", "subscriptionkey", "functionskey", "credential", "session", "signature", "private", "dpop",
         "codeverifier", "assertion", "passphrase", "appkey", "applicationkey", "licensekey", "masterkey", "adminkey",
-        "clientkey", "signingkey", "encryptionkey", "devicecode", "sentryauth", "fastlykey",
+        "clientkey", "signingkey", "encryptionkey", "customerkey", "devicecode", "sentryauth", "fastlykey",
         "jwt",
     ]
 

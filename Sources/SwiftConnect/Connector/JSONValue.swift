@@ -345,7 +345,8 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
             case .bool(let value): ("bool", value)
             case .int(let value): ("int", value)
             case .double(let value): ("double", value)
-            case .string(let value): ("string", value)
+            // As ``redacted`` shows it: a token, a `Bearer` credential, JSON carried as a string hidden whatever the key.
+            case .string(let value): ("string", Redaction.redactedString(value))
             // The elements and members keep their own mirrors, which hide the secrets deeper in.
             case .array(let elements): ("array", elements)
             case .object(let members): ("object", Self.hidingSecretMembers(members))
@@ -353,14 +354,15 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
         return Mirror(self, children: child.map { [$0] } ?? [], displayStyle: .enum)
     }
 
-    /// The value with what each secret key holds replaced by ``Redaction/placeholder``, and the secrets of the URLs
-    /// its strings quote hidden, at any depth: the rule ``Redaction/redactJSON(_:)`` applies to the bodies
-    /// SwiftConnect prints.
+    /// The value with what each secret key holds replaced by ``Redaction/placeholder``, and its other strings as
+    /// ``Redaction/redactedString(_:embedding:)`` shows them (a JSON Web Token or a `Bearer` credential hidden whatever
+    /// the key, JSON carried as a string redacted, the secrets of the URLs quoted hidden), at any depth: the rule
+    /// ``Redaction/redactJSON(_:embedding:)`` applies to the bodies SwiftConnect prints.
     var redacted: JSONValue {
         switch self {
         case .array(let elements): .array(elements.map(\.redacted))
         case .object(let members): .object(Self.hidingSecretMembers(members).mapValues(\.redacted))
-        case .string(let value) where Redaction.quotesURL(value): .string(Redaction.urlsInText(value))
+        case .string(let value): .string(Redaction.redactedString(value))
         default: self
         }
     }
@@ -388,7 +390,8 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
     /// one if `underSecretKey`: the values ``SecretValues`` takes from a JSON body.
     func collectSecrets(underSecretKey: Bool, into found: inout [String]) {
         switch self {
-        case .string(let value): if underSecretKey { found.append(value) }
+        // A JSON Web Token is a credential whatever its key (Strapi's `jwt`, SimpleJWT's `access`, `refresh`).
+        case .string(let value): if underSecretKey || Redaction.isJSONWebToken(value) { found.append(value) }
         case .int(let value): if underSecretKey { found.append(String(value)) }
         case .double(let value): if underSecretKey { found.append(String(value)) }
         case .array(let elements):

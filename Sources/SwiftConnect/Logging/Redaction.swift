@@ -1056,17 +1056,22 @@ package enum Redaction {
             return result.count == object.count ? result : placeholder
         }
         if let array = value as? [Any] { return array.map { redactJSON($0, embedding: embedding) } }
-        if let string = value as? String {
-            // `Bearer …` under a neutral key (a header list's `"X-Upstream"`): credentials whatever the name.
-            if let credential = schemeCredential(in: string) {
-                return string.replacingCharacters(in: credential, with: placeholder)
-            }
-            if isJSONWebToken(string) { return placeholder }
-            // JSON or a form carried as a string: its secrets hidden, as the document's.
-            if let embedded = embeddedRedacted(string, embedding: embedding) { return embedded }
-            return urlsInString(string)
-        }
+        if let string = value as? String { return redactedString(string, embedding: embedding) }
         return value
+    }
+
+    /// A JSON string under a key that is not secret, as ``redactJSON(_:embedding:)`` shows it: credentials after a
+    /// scheme (`Bearer …`) and JSON Web Tokens hidden whatever the key, JSON or a form it carries redacted as a
+    /// document, and the secrets of the URLs it quotes hidden.
+    static func redactedString(_ string: String, embedding: Int = 0) -> String {
+        // `Bearer …` under a neutral key (a header list's `"X-Upstream"`): credentials whatever the name.
+        if let credential = schemeCredential(in: string) {
+            return string.replacingCharacters(in: credential, with: placeholder)
+        }
+        if isJSONWebToken(string) { return placeholder }
+        // JSON or a form carried as a string: its secrets hidden, as the document's.
+        if let embedded = embeddedRedacted(string, embedding: embedding) { return embedded }
+        return urlsInString(string)
     }
 
     private static func truncated(_ text: String, limit: Int, hiding secrets: SecretValues?) -> String {

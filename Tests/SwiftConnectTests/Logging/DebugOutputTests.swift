@@ -255,6 +255,9 @@ final class DebugOutputTests: XCTestCase {
                 HTTPHeader(name: "Idempotency-Key", value: "idempotency-visible"),
                 HTTPHeader(name: "X-Sentry-Auth", value: "Sentry sentry_key=sentry-public-key, sentry_version=7"),
                 HTTPHeader(name: "Fastly-Key", value: "fastly-api-token"),
+                // S3's SSE-C key (the AES key itself), beside Google's and Azure's customer-supplied keys
+                HTTPHeader(name: "x-amz-server-side-encryption-customer-key", value: "sse-c-aes-key"),
+                HTTPHeader(name: "x-goog-encryption-key", value: "csek-aes-key"),
             ],
             parameters: CompositeParameters(
                 .query(key: "key", value: "query-api-key"), .query(key: "SIG", value: "sas-signature"),
@@ -266,7 +269,7 @@ final class DebugOutputTests: XCTestCase {
         let output = logger.messages.joined(separator: "\n")
         for secret in [
             "query-api-key", "sas-signature", "cloudflare-key", "azure-subscription", "azure-function", "auth-header",
-            "sentry-public-key", "fastly-api-token",
+            "sentry-public-key", "fastly-api-token", "sse-c-aes-key", "csek-aes-key",
         ] {
             XCTAssertFalse(output.contains(secret), "\(secret) leaked into the logs:\n\(output)")
         }

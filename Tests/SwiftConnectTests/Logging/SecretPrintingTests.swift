@@ -293,6 +293,24 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertEqual(value["access_token"]?.stringValue, "TOKEN-SECRET12", "the value itself keeps it")
     }
 
+    /// A JSON Web Token, a credential after a scheme and JSON carried as a string are hidden under any key, as the
+    /// bodies SwiftConnect prints hide them: printing a value or a parameter showed SimpleJWT's `refresh` whole.
+    func testPrintingAJSONValueHidesTokensWhateverTheirKey() throws {
+        let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MiJ9.c2lnbmF0dXJlLXNlY3JldA"
+        let value: JSONValue = [
+            "refresh": .string(jwt), "upstream": "Bearer abcdefgh1234", "body": #"{"password":"pw-123456"}"#,
+            "note": "fine",
+        ]
+        let parameter = Parameter.jsonObject(["refresh": jwt, "note": "fine"] as JSONObject)
+
+        for shown in [printed(value), value.description, printed(parameter), "\(parameter)"] {
+            XCTAssertFalse(shown.contains("eyJ"), shown)
+            XCTAssertFalse(shown.contains("abcdefgh1234"), shown)
+            XCTAssertFalse(shown.contains("pw-123456"), shown)
+            XCTAssertTrue(shown.contains("fine"), shown)
+        }
+    }
+
     /// A multipart form had no mirror: printing it showed `Part.field(name: "password", value: "…")`.
     func testPrintingAMultipartFormShowsNamesAndSizesButNoValue() throws {
         var form = MultipartFormData(boundary: "b0undary")
