@@ -161,7 +161,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The URL the parts spell, for messages; the URL the configuration was made from if that cannot be a server's.
     private var attemptedURL: String {
         if let shownURLWithProblem { return shownURLWithProblem }
-        return "\(scheme.rawValue)://\(host)\(port.map { ":\($0)" } ?? "")\(normalizedBasePath)"
+        // A host written with credentials (`amy:pa/ss@api.example.com`, refused) is shown from after its last `@`: a
+        // `/`, `?` or `#` in the password would end the authority before it for the URL's redaction, which then finds
+        // no credentials to hide.
+        let shownHost = host.lastIndex(of: "@").map { String(host[host.index(after: $0)...]) } ?? host
+        return "\(scheme.rawValue)://\(shownHost)\(port.map { ":\($0)" } ?? "")\(normalizedBasePath)"
     }
 
     /// What keeps the parts from making a URL, or `nil`. Checked before `URLComponents` sees them: it stops the
