@@ -528,7 +528,8 @@ package enum Redaction {
     /// and starts with `{` or `[`) is never shown as it came unless it parses and holds no sensitive field: JSON lines (NDJSON) are
     /// redacted line by line, and JSON that cannot be parsed or re-serialised (a truncated body, a number
     /// beyond `Double`, a lone surrogate), or that nests deeper than ``maximumJSONDepth``, is withheld as a
-    /// byte count, since the secrets in it cannot be found.
+    /// byte count, since the secrets in it cannot be found. A body that claims JSON but holds no `{` nor `[` (an error
+    /// page's plain text) holds no field, and is shown as text.
     static func bodyText(
         _ data: Data, contentType: String?, redacting: Bool, pretty: Bool, limit: Int = 64 * 1024,
         hiding secrets: SecretValues? = nil
@@ -557,7 +558,7 @@ package enum Redaction {
                 }
                 if hidesField { return withheld(data, reason: "of JSON that cannot be re-serialised") }
             }
-        } else if redacting && claimsJSON {
+        } else if redacting && claimsJSON && mayHoldJSONFields(data) {
             if tooDeep {
                 return withheld(data, reason: "nested deeper than \(maximumJSONDepth) levels")
             }
@@ -592,7 +593,8 @@ package enum Redaction {
             // A form answered as text (an older OAuth provider's `access_token=…&expires=3600`).
             return truncated(redactedQuery(text), limit: limit)
         }
-        if redacting, let credential = plainTextCredential(in: text, contentType: contentType) {
+        // A body that claims JSON but is none (no field to find) is read as plain text is: `Bearer …` as an answer.
+        if redacting, let credential = plainTextCredential(in: text, contentType: claimsJSON ? nil : contentType) {
             // Credentials as text (`Bearer …`), hidden as an `Authorization` value's are.
             return truncated(text.replacingCharacters(in: credential, with: placeholder), limit: limit)
         }
@@ -1058,6 +1060,14 @@ package enum Redaction {
         if let array = value as? [Any] { return array.map { redactJSON($0, embedding: embedding) } }
         if let string = value as? String { return redactedString(string, embedding: embedding) }
         return value
+    }
+
+    /// Whether a body that does not parse as JSON may still hold JSON fields whose secrets cannot be found: it has a
+    /// `{` or a `[` (a document cut short, one after an anti-hijacking prefix such as `)]}'`). One without either (an
+    /// error page's `Internal Server Error` sent as `application/json`) holds no field, and is shown as text is, its
+    /// credentials and URLs' secrets hidden.
+    private static func mayHoldJSONFields(_ data: Data) -> Bool {
+        data.contains(UInt8(ascii: "{")) || data.contains(UInt8(ascii: "["))
     }
 
     /// A JSON string under a key that is not secret, as ``redactJSON(_:embedding:)`` shows it: credentials after a

@@ -375,6 +375,22 @@ final class SecretRedactionTests: XCTestCase {
         }
     }
 
+    /// A body typed as JSON that holds no `{` nor `[` (an error page's plain text) holds no field: it is shown as text,
+    /// a credential in it hidden, not withheld as JSON that does not parse. One after an anti-hijacking prefix still is.
+    func testPlainTextTypedAsJSONIsShownAsText() {
+        let plain = Redaction.bodyText(
+            Data("Internal Server Error".utf8), contentType: "application/json", redacting: true, pretty: true)
+        XCTAssertEqual(plain, "Internal Server Error")
+        let bearer = Redaction.bodyText(
+            Data("Bearer \(Secret.bearer)".utf8), contentType: "application/json", redacting: true, pretty: false)
+        assertNoSecret(in: bearer, "a credential as text")
+        let prefixed = ")]}'\n{\"access_token\":\"\(Secret.bearer)\"}"
+        let withheld = Redaction.bodyText(
+            Data(prefixed.utf8), contentType: "application/json", redacting: true, pretty: false)
+        assertNoSecret(in: withheld, "JSON after a prefix")
+        XCTAssertTrue(withheld.contains("bytes"), withheld)
+    }
+
     func testJSONLinesAreRedactedLineByLine() {
         // Given
         let body =
