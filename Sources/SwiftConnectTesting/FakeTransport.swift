@@ -82,8 +82,12 @@ public final class FakeTransport: Transport, Sendable {
             guard FakeTransport.path(of: url) == path else { return false }
             guard let query else { return true }
             let items = FakeTransport.queryItems(of: url)
+            // Compared byte for byte, as a server compares them (and as paths are): `caf\u{E9}` and `cafe\u{301}`,
+            // one string to Swift's `==`, are two values on the wire.
             return query.allSatisfy { required in
-                items.contains { $0.name == required.name && $0.value == required.value }
+                items.contains {
+                    $0.name.utf8.elementsEqual(required.name.utf8) && $0.value.utf8.elementsEqual(required.value.utf8)
+                }
             }
         }
     }
@@ -127,10 +131,12 @@ public final class FakeTransport: Transport, Sendable {
     ///     (one segment) and `/files/a/b` (two) are different paths, and so are `x;y` and `x%3By`; hex digits match in
     ///     either case, and an escaped unreserved character (`%7E`) matches the character (RFC 3986 §6.2.2). Text a URL
     ///     cannot hold as it is (a space, `é`) stands for its UTF-8 escapes (`%20`, `%C3%A9`). `""` and `/` both match
-    ///     the root.
+    ///     the root, and a path written without its first `/` (`todos/1`) is the same as with it. The path is the
+    ///     whole URL's: a server configuration's base path included (`/v1/todos/1` for a base URL of
+    ///     `https://api.example.com/v1`).
     ///   - query: Query items the request must have, by name and value as a server reads them (a `+` in the query is
-    ///     a space, `%2B` a plus, and an item without `=`, `?done`, has the value `""`), in any order; `nil` ignores
-    ///     the query.
+    ///     a space, `%2B` a plus, and an item without `=`, `?done`, has the value `""`), in any order, compared byte
+    ///     for byte (`caf\u{E9}` is not `cafe\u{301}`); `nil` ignores the query.
     ///   - response: The response.
     public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with response: FakeResponse)
     {
@@ -196,7 +202,8 @@ public final class FakeTransport: Transport, Sendable {
     /// path, so a test passed although the app sent the other URL), normalised as ``normalizedPath(_:)`` says; with
     /// its trailing slash (which `URL.path` drops, so a stub for `/notes/` never matched), and `/` for no path.
     static func path(of url: URL) -> String {
-        let encoded = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath
+        // The whole URL's (one made `relativeTo:` a base gives only its relative part otherwise), as it is sent.
+        let encoded = URLComponents(url: url.absoluteURL, resolvingAgainstBaseURL: false)?.percentEncodedPath
         return rootedPath(normalizedPath(encoded ?? url.path))
     }
 
@@ -240,7 +247,8 @@ public final class FakeTransport: Transport, Sendable {
     /// `nil` value) has the empty value, as servers read it (and ``LocalServer``): it had none, so that no stub could
     /// match it.
     static func queryItems(of url: URL) -> [(name: String, value: String)] {
-        guard let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery else {
+        guard let query = URLComponents(url: url.absoluteURL, resolvingAgainstBaseURL: false)?.percentEncodedQuery
+        else {
             return []
         }
         return queryItems(ofQuery: Substring(query))
@@ -261,9 +269,10 @@ public final class FakeTransport: Transport, Sendable {
     /// The bytes a path holds as they are (RFC 3986 `pchar` and `/`): unreserved, sub-delims, `:` and `@`.
     private static let pathCharacters = ASCIIByteSet(ASCIIByteSet.alphanumerics + "-._~!$&'()*+,;=:@/")
 
-    /// `path`, or `/` for the empty path: both name the root.
+    /// `path` from the root: `/` for the empty path (both name the root), and a `/` before one written without it
+    /// (`todos/1`, as an endpoint may be written), which never matched a request.
     static func rootedPath(_ path: String) -> String {
-        path.isEmpty ? "/" : path
+        path.hasPrefix("/") ? path : "/" + path
     }
 
     /// The requests whose answer was still pending when the client cancelled them (`future.cancel()`, a

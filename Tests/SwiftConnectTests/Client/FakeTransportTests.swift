@@ -32,6 +32,26 @@ final class FakeTransportTests: XCTestCase {
         value(of: send(transport, url, method: method), file: file, line: line)?.statusCode
     }
 
+    /// A request whose URL was made `relativeTo:` a base is matched by the whole path it is sent to, not its relative
+    /// part; a stub path written without its first `/` matches as with it; query values are compared byte for byte.
+    func testMatchingReadsTheWholeURLARootlessPathAndQueryBytes() throws {
+        let fake = FakeTransport()
+        fake.stub(.get, "/v1/todos", query: ["page": "2"], with: .status(204))
+        fake.stub(.get, "todos/1", with: .status(201))
+        fake.stub(.get, "/search", query: ["q": "caf\u{E9}"], with: .status(200))
+        let base = try XCTUnwrap(URL(string: "https://api.test/v1/"))
+        let relative = try XCTUnwrap(URL(string: "todos?page=2", relativeTo: base))
+
+        let answer = try fake.send(ConnectRequest(url: relative), transfer: TransferOptions()).wait(timeout: 5)
+
+        XCTAssertEqual(answer.statusCode, 204)
+        XCTAssertEqual(fake.requests(to: "/v1/todos").count, 1)
+        XCTAssertEqual(status(fake, "https://api.test/todos/1"), 201)
+        XCTAssertEqual(fake.requests(to: "todos/1").count, 1)
+        XCTAssertEqual(status(fake, "https://api.test/search?q=caf%C3%A9"), 200)
+        XCTAssertEqual(status(fake, "https://api.test/search?q=cafe%CC%81"), 404, "another value on the wire")
+    }
+
     /// An engine hands over no body for a `HEAD`, a `1xx`, `204` or `304` (RFC 9110 §6.4.1): neither does the fake,
     /// whatever its stub holds, so that a test whose stub answers every method sees a `HEAD` as the app will. The
     /// headers stay; a pending answer and a streamed one are emptied too.
