@@ -125,7 +125,8 @@ public struct RequestOptions: Sendable {
     ///
     /// Retries, `Retry-After` and token refresh still run first, as they do for every call: a 503 the
     /// ``RetryPolicy`` retries, or a 401 an ``AuthenticationMiddleware`` refreshes, is sent again, and only the last
-    /// attempt's response is the answer. What a client generated from an OpenAPI document wants (its code reads
+    /// attempt's response is the answer; a 401 the middleware cannot get past (its refresh failed, or the renewed
+    /// credential was rejected too) is the answer as well, not its ``ConnectError/Kind/authenticationFailed``. What a client generated from an OpenAPI document wants (its code reads
     /// every documented status), and what `SwiftConnectOpenAPI`'s transport sets:
     ///
     /// ```swift

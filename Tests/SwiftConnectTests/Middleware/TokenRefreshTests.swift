@@ -328,6 +328,30 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(authorization(fake.requests), ["Bearer B", "Bearer old"])
     }
 
+    /// A call that takes every status as its answer (what the OpenAPI transport sets: a generated client reads a
+    /// documented 401) gets the 401 when the middleware cannot get past it, its renewed credential rejected too or its
+    /// refresh failed, not the middleware's `authenticationFailed`.
+    func testACallThatAcceptsEveryStatusGetsTheRejectionTheMiddlewareCannotGetPast() throws {
+        let everyStatus = RequestOptions(acceptsEveryStatus: true)
+        for refreshFails in [false, true] {
+            let fake = FakeTransport.answering(.status(401))
+            let stub = RefreshStub()
+            let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+            let connect = Connect(
+                transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+            let call = connect.response(for: Endpoint(), options: everyStatus)
+            XCTAssertEqual(stub.callCount, 1)
+            if refreshFails {
+                stub.fail(ConnectError(.transport, message: "the token endpoint is down"))
+            } else {
+                stub.succeed(Self.new)
+            }
+            let response = try call.wait(timeout: 5)
+            XCTAssertEqual(response.statusCode, 401, "refresh fails: \(refreshFails)")
+            XCTAssertEqual(fake.requests.count, refreshFails ? 1 : 2, "refresh fails: \(refreshFails)")
+        }
+    }
+
     /// Nor does a success from another origin prove a renewed credential, which that origin never saw: it once did, and
     /// the server's rejection of the renewed credential then started a second refresh.
     func testAResponseFromAnotherOriginDoesNotProveARenewedCredential() throws {

@@ -179,7 +179,8 @@ public final class AuthenticationMiddleware: Middleware {
             let waiter = Waiter(
                 id: state.makeID(), request: request, next: next, promise: promise, advice: context.retryAdvice,
                 rejection: nil, observation: context.transfer.observation,
-                isFinal: context.attempt >= context.maxAttempts, callBodyStream: context.callBodyStream)
+                isFinal: context.attempt >= context.maxAttempts, callBodyStream: context.callBodyStream,
+                acceptsEveryStatus: context.options.acceptsEveryStatus == true)
             return (waiter, state.admit(waiter))
         }
         switch admission {
@@ -279,7 +280,7 @@ extension AuthenticationMiddleware {
             // An attempt that sent its call's own one-shot body is its last too: the loop cannot send it again.
             isFinal: waiter.isFinal
                 || waiter.callBodyStream.map { waiter.advice.sentStreams.contains($0) } == true,
-            callBodyStream: waiter.callBodyStream)
+            callBodyStream: waiter.callBodyStream, acceptsEveryStatus: waiter.acceptsEveryStatus)
         let decision = state.withLock { $0.decideAfterRejection(of: rejected, signedIn: epoch, with: response) }
         switch decision {
         case .wait, .refresh:
@@ -302,7 +303,10 @@ extension AuthenticationMiddleware {
         case .retry:
             askForRetry(rejected, with: response)
         case .fail(let error):
-            _ = waiter.promise.completeIfPending(with: .failure(error.from(response)))
+            // A call that takes every status as its answer (a generated OpenAPI client's, which reads a documented
+            // 401) gets the rejection itself, not the middleware's error.
+            _ = waiter.promise.completeIfPending(
+                with: waiter.acceptsEveryStatus ? .success(response) : .failure(error.from(response)))
         }
     }
 
@@ -407,7 +411,12 @@ extension AuthenticationMiddleware {
             for waiter in waiters { release(waiter, signedWith: signature) }
         case .failure(let error):
             for waiter in waiters {
-                waiter.promise.completeIfPending(with: .failure(error.rejecting(waiter)))
+                // The rejection is the answer of a call that takes every status as one (see `receive`).
+                if waiter.acceptsEveryStatus, let rejection = waiter.rejection {
+                    waiter.promise.completeIfPending(with: .success(rejection))
+                } else {
+                    waiter.promise.completeIfPending(with: .failure(error.rejecting(waiter)))
+                }
             }
         }
     }
@@ -477,6 +486,10 @@ extension AuthenticationMiddleware {
         var isFinal = false
         /// The call's own one-shot body, if it has one (the context's `callBodyStream`).
         var callBodyStream: ConnectRequest.OneShotStream? = nil
+        /// Whether the call takes a response of any status as its answer (``RequestOptions/acceptsEveryStatus``): a
+        /// rejection the middleware cannot get past (its refresh failed, the renewed credential was rejected too) is
+        /// then its answer, the `401` itself, not the middleware's error.
+        var acceptsEveryStatus = false
     }
 
     /// A credential and the epoch it belongs to: what a request is signed with.
