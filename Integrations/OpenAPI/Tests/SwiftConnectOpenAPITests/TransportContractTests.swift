@@ -370,6 +370,24 @@ final class TransportContractTests: XCTestCase {
         }
     }
 
+    /// An operation whose method carries no body but whose document gives it one (a `GET` with a JSON query, which
+    /// OpenAPI 3.1 allows) fails with `bodyNotAllowed`, nothing sent, as the OpenAPI article says.
+    func testAGETOperationWithABodyIsRefusedUnsent() async throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let sender = ConnectClientTransport(connect: Connect(transport: transport))
+        do {
+            _ = try await sender.send(
+                request(.get, "/search"), body: HTTPBody("{}"), baseURL: URL(string: "https://api.example.com")!,
+                operationID: "search")
+            XCTFail("a GET went out with its body")
+        } catch {
+            let reason = (error as? ConnectError)?.invalidRequestReason
+            guard case .bodyNotAllowed(let method)? = reason else { return XCTFail("\(error)") }
+            XCTAssertEqual(method, "GET")
+        }
+        XCTAssertTrue(transport.requests.isEmpty, "a request went out")
+    }
+
     /// A task cancelled while its body (one the generated code can iterate again, of a known length, read into memory
     /// first) is being read fails with the client's `cancelled` error, as one cancelled in flight does: the body
     /// cut short by the cancellation is no `invalidRequest`.
