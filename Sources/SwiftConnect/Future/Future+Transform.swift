@@ -157,8 +157,10 @@ extension Future {
     /// - Parameter body: Returns the future to use instead, or throws to keep failing.
     /// - Returns: A future of the value, from `self` or from the recovery.
     public func recover(_ body: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        // The future the recovery gave, if it ran: the value comes from it then.
-        let recovery = Protected<Future<Value>?>(nil)
+        // Whether the recovery ran, with the response body its future carries, if any: the value comes from it then.
+        // Its source, not the future: the future holds the chain that holds this, a cycle that kept a recovery that
+        // never completes alive, and with it every observer of the chain, after everybody let go of it.
+        let recovery = Protected<ResponseBodySource??>(nil)
         let recovered = chain { result -> Step<Value> in
             switch result {
             case .success:
@@ -166,7 +168,7 @@ extension Future {
             case .failure(let error):
                 do {
                     let next = try body(error)
-                    recovery.withLock { $0 = next }
+                    recovery.withLock { $0 = .some(next.attachment as? ResponseBodySource) }
                     return .next(next)
                 } catch {
                     return .done(.failure(error))
@@ -190,8 +192,8 @@ extension Future {
         derived.setUpstream(recovered)
         recovered.whenCompleteReturningWork { result in
             if case .success = result {
-                if let recovery = recovery.snapshot {
-                    derivedSource.adopt(recovery.attachment as? ResponseBodySource)
+                if let recovered = recovery.snapshot {
+                    derivedSource.adopt(recovered)
                 } else {
                     derivedSource.adopt(source)
                 }

@@ -118,6 +118,28 @@ final class FutureMemoryTests: XCTestCase {
         XCTAssertNil(weakMapped, "an abandoned pending chain has no retain cycle")
     }
 
+    /// A request's body recovered by a future that never completes, abandoned once the request failed, is freed with
+    /// what its observers hold: the recovery's future held the chain that held it (through the response body it
+    /// carries), a cycle nothing broke.
+    func testARequestsRecoveryThatNeverCompletesIsFreedWhenAbandoned() {
+        final class Screen: Sendable {}
+        weak var weakRecovered: Future<Data>?
+        weak var weakScreen: Screen?
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        do {
+            let screen = Screen()
+            weakScreen = screen
+            let recovered = connect.request(ClientFixtures.Endpoint()).recover { _ in Promise<Data>().future }
+            recovered.observe { _ in withExtendedLifetime(screen) {} }
+            weakRecovered = recovered
+            XCTAssertTrue(transport.wait(forRequests: 1))
+            transport.respond(to: 0, status: 500)
+        }
+        XCTAssertNil(weakRecovered, "the recovered future")
+        XCTAssertNil(weakScreen, "what its observer holds")
+    }
+
     /// The same for `zip`, `all` and `decoded(toType:)`: abandoned while pending, they and their inputs are freed.
     func testPendingZipAllAndDecodedWithoutProducerAreFreed() {
         weak var weakInput: Future<Int>?
