@@ -96,7 +96,10 @@ extension Future {
 
     /// A future with the same result whose callbacks all run on `queue`.
     ///
-    /// Everything chained after `receive(on:)` runs on `queue`, even when added after completion. The callbacks
+    /// Every stage chained after `receive(on:)` on this future (a callback, `map`, `flatMap`…) runs on `queue`, even
+    /// when added after completion. A combination of several futures does not follow it: `zip` delivers on its
+    /// receiver's queue, `all` and `race` on the queue all their inputs share, and otherwise on the thread that
+    /// completes them, so `other.zip(todo.receive(on: .main))` may call back off the main queue. The callbacks
     /// are still `@Sendable` closures the compiler does not know run on the main actor; on `.main`, say so with
     /// `MainActor.assumeIsolated` to touch UI state:
     ///
