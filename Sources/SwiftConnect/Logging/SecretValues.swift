@@ -14,7 +14,8 @@ import Foundation
 /// What counts as a secret value:
 /// - the value of each sensitive header (``HTTPHeader/isSensitive(name:)``), and the credential after its
 ///   scheme (`Bearer abc…` gives `abc…`); for `Basic`, the base64 text, `user:password` and the password;
-///   for `Cookie`, each cookie's value;
+///   for `Cookie`, each cookie's value that is a secret's (``isSecretCookie(name:value:)``: a session's, not
+///   `consent=true`);
 /// - the password of a URL's `user:password@`, and `user:password`; for a URL written without `//`
 ///   (`amy:pw@api.example.com`, whose `amy` Foundation reads as the scheme), what lies between its first `:` and `@`;
 /// - the values of sensitive query items and fragment pairs (`?access_token=`, `#id_token=`), and the token of a path
@@ -165,9 +166,21 @@ package struct SecretValues: Sendable, Equatable {
             guard !name.isEmpty, HTTPHeader.isValidName(name) else { return nil }
             let cookie = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             // A quoted cookie value (RFC 6265 §4.1.1) without its quotes.
-            return cookie.count >= 2 && cookie.hasPrefix("\"") && cookie.hasSuffix("\"")
+            let value =
+                cookie.count >= 2 && cookie.hasPrefix("\"") && cookie.hasSuffix("\"")
                 ? String(cookie.dropFirst().dropLast()) : cookie
+            return isSecretCookie(name: name, value: value) ? value : nil
         }
+    }
+
+    /// Whether a cookie's value is hidden wherever else it shows: its name is a secret's (`sessionid`, `auth_token`),
+    /// or its value reads as a credential (``Redaction/readsAsCredential(_:)``: one word with a digit, or of 20
+    /// characters or more, as session identifiers are). A preference's `cookie_consent=true` or `theme=dark` is not:
+    /// hiding `true` wherever it stood as a word garbled every JSON body shown beside it (`"enabled": <redacted>`).
+    static func isSecretCookie(name: String, value: String) -> Bool {
+        // `cookie` in a cookie's name says nothing (`cookie_consent`): the name is judged without it.
+        let named = name.replacingOccurrences(of: "cookie", with: "", options: .caseInsensitive)
+        return (!named.isEmpty && HTTPHeader.isSensitive(name: named)) || Redaction.readsAsCredential(value)
     }
 
     /// The given values, with the forms they take in echoes.
@@ -243,7 +256,10 @@ package struct SecretValues: Sendable, Equatable {
         if HTTPHeader.asciiCaseInsensitiveEquals(name, "Cookie") {
             for pair in value.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2 { found.append(String(parts[1]).trimmingCharacters(in: .whitespaces)) }
+                guard parts.count == 2 else { continue }
+                let cookie = String(parts[1]).trimmingCharacters(in: .whitespaces)
+                let cookieName = String(parts[0]).trimmingCharacters(in: .whitespaces)
+                if isSecretCookie(name: cookieName, value: cookie) { found.append(cookie) }
             }
             return found
         }

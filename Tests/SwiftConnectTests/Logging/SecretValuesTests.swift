@@ -113,9 +113,19 @@ final class SecretValuesTests: XCTestCase {
         XCTAssertEqual(withPassword.hiding(in: "amy-admin pa55word"), "amy-admin <redacted>")
     }
 
-    func testCookieValuesAreHiddenOneByOne() {
-        let secrets = SecretValues(of: request(headers: ["Cookie": "session=s3ss10n-id; theme=darkmode"]))
-        XCTAssertEqual(secrets.hiding(in: "s3ss10n-id darkmode"), "<redacted> <redacted>")
+    /// A cookie's value is hidden by value when it is a secret's: its name is one's (`session`), or it reads as a
+    /// credential (`sid=a1b2c3d4`). A preference's (`theme=darkmode`, `cookie_consent=true`) is not: hiding `true`
+    /// wherever it stood as a word garbled every JSON body shown beside it.
+    func testCookieValuesAreHiddenOneByOneWhenTheyAreSecrets() {
+        let secrets = SecretValues(
+            of: request(headers: ["Cookie": "session=s3ss10n-id; sid=a1b2c3d4; theme=darkmode; cookie_consent=true"]))
+        XCTAssertEqual(
+            secrets.hiding(in: #"s3ss10n-id a1b2c3d4 darkmode {"enabled": true}"#),
+            #"<redacted> <redacted> darkmode {"enabled": true}"#)
+        var fields = HeaderFields()
+        fields.append(HeaderField(name: .setCookie, value: "cookie_consent=true; Path=/"))
+        fields.append(HeaderField(name: .setCookie, value: "sid=Zx81kq0pQ; HttpOnly"))
+        XCTAssertEqual(SecretValues.values(handedOutIn: fields), ["Zx81kq0pQ"])
     }
 
     func testSecretQueryItemsAndFragmentPairsAreHiddenDecodedAndEncoded() {
