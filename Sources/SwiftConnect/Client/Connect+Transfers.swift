@@ -289,7 +289,7 @@ extension Connect {
                 request.setValue(partial.validator, forHTTPHeaderField: "If-Range")
             }
             transfer.destination = destination
-            transfer.downloadSource = request.url
+            transfer.setDownloadSource(of: request)
             transfer.resuming = partial
             transfer.resumption = resumption
         }.map { response in

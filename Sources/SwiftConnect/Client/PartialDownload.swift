@@ -43,10 +43,16 @@ public struct PartialDownload: Sendable, Hashable {
     let totalLength: Int64?
 
     init(bytesReceived: Int64, fileURL: URL, validator: String, source: URL, totalLength: Int64?) {
+        self.init(
+            bytesReceived: bytesReceived, fileURL: fileURL, validator: validator, source: ShownURL(url: source),
+            totalLength: totalLength)
+    }
+
+    init(bytesReceived: Int64, fileURL: URL, validator: String, source: ShownURL, totalLength: Int64?) {
         self.bytesReceived = bytesReceived
         self.fileURL = fileURL
         self.validator = validator
-        self.source = ShownURL(url: source)
+        self.source = source
         self.totalLength = totalLength
     }
 
@@ -249,8 +255,17 @@ public struct PartialDownload: Sendable, Hashable {
 /// printed or dumped must not show a token in its query.
 struct ShownURL: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     let url: URL
+    /// The URL as shown: redacted, and `secrets` hidden wherever they are in it.
+    private let shown: String
 
-    var description: String { Redaction.url(url, redacting: true) }
+    /// `url`, shown with its secrets hidden, and `secrets` too: those of the request it is the URL of (a secret
+    /// `.path` value in a segment, which the URL alone does not name as one).
+    init(url: URL, hiding secrets: SecretValues = SecretValues()) {
+        self.url = url
+        shown = secrets.hiding(in: Redaction.url(url, redacting: true))
+    }
+
+    var description: String { shown }
     var debugDescription: String { description }
     var customMirror: Mirror { Mirror(self, children: ["url": description]) }
 }
@@ -259,7 +274,7 @@ struct ShownURL: Sendable, Hashable, CustomStringConvertible, CustomDebugStringC
 /// head names a validator.
 struct PartialKeeping: Sendable {
     let validator: String
-    let source: URL
+    let source: ShownURL
     let totalLength: Int64?
 }
 

@@ -135,7 +135,7 @@ public struct RequestContext: Sendable {
     /// reflection (a middleware's `print(context)`): a base URL may carry a key in its query.
     var serverURL: URL? {
         get { shownServerURL?.url }
-        set { shownServerURL = newValue.map(ShownURL.init(url:)) }
+        set { shownServerURL = newValue.map { ShownURL(url: $0) } }
     }
     private var shownServerURL: ShownURL?
     /// Told when this attempt's request reaches the transport and when the transport answers it, or, when it shares an

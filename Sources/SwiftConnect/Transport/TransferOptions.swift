@@ -101,10 +101,17 @@ public struct TransferOptions: Sendable {
     /// The URL a download's connector asked for, before the middlewares: what a ``PartialDownload`` it keeps is for.
     var downloadSource: URL? {
         get { shownDownloadSource?.url }
-        set { shownDownloadSource = newValue.map(ShownURL.init(url:)) }
+        set { shownDownloadSource = newValue.map { ShownURL(url: $0) } }
     }
-    /// ``downloadSource``, redacted for reflection (a middleware's `print(context)`): a presigned URL's signature.
-    private var shownDownloadSource: ShownURL?
+    /// ``downloadSource``, redacted for reflection (a middleware's `print(context)`): a presigned URL's signature, and
+    /// the secrets of the request it was the URL of when set from it (``setDownloadSource(of:)``).
+    private(set) var shownDownloadSource: ShownURL?
+
+    /// Sets ``downloadSource`` to `request`'s URL, shown with the secrets `request` carries hidden (a secret `.path`
+    /// value the URL alone does not name as one).
+    mutating func setDownloadSource(of request: ConnectRequest) {
+        shownDownloadSource = ShownURL(url: request.url, hiding: SecretValues(of: request))
+    }
 
     /// The newest part a download call holds, for its retries to resume from (``DownloadResumption``).
     var resumption: DownloadResumption?

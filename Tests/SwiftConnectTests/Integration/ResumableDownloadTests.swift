@@ -388,6 +388,33 @@ final class ResumableDownloadTests: IntegrationTestCase {
     }
 
     /// A 416 saying the body is as long as the part: the part was the whole body, and goes to the destination.
+    /// A part kept for a URL whose path carries a secret (a `.path` value under a secret name) shows it in no
+    /// output: not the part's description, nor the failure's dump, which showed the URL whole.
+    func testAPartOfAURLWithASecretPathValueShowsItNowhere() throws {
+        struct Export: Connector {
+            var baseURL: URL
+            var endpoint: String { "/exports/{token}" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: ParametersRepresentable? { Parameter.path(key: "token", value: "exp_9f8e7d6c5b4a") }
+        }
+        server.route("GET", "/exports/:token") { [site] in site.answer($0) }
+        site.set(cutAfter: 80_000)
+        let result = try connect.download(Export(baseURL: server.baseURL), to: destination).waitForResult(timeout: 30)
+        guard case .failure(let failure) = result, let error = failure as? ConnectError,
+            let partial = error.partialDownload
+        else { return XCTFail("no part kept: \(result)") }
+        defer { partial.discard() }
+        var dumped = ""
+        dump(error, to: &dumped)
+        var dumpedPart = ""
+        dump(partial, to: &dumpedPart)
+        for text in ["\(partial)", String(reflecting: partial), dumpedPart, dumped, "\(error)"] {
+            XCTAssertFalse(text.contains("exp_9f8e7d6c5b4a"), text)
+        }
+        XCTAssertTrue("\(partial)".contains("/exports/"), "\(partial)")
+    }
+
     /// A part whose body's length was never told (a chunked body cut before its last chunk), answered 416 for its own
     /// length by the same version: the part was the whole body.
     func testA416ForTheWholeLengthPlacesThePart() throws {

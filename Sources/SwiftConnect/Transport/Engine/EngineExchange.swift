@@ -702,7 +702,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         } else {
             total = Self.declaredLength(of: head, request: original)
         }
-        return PartialKeeping(validator: validator, source: transfer.downloadSource ?? original.url, totalLength: total)
+        return PartialKeeping(
+            validator: validator,
+            source: transfer.shownDownloadSource ?? ShownURL(url: original.url, hiding: SecretValues(of: original)),
+            totalLength: total)
     }
 
     /// Whether `head`'s body is content-coded (``PartialDownload/isContentCoded(_:)``).
