@@ -39,6 +39,9 @@ extension Redaction {
     /// each key after one that names a secret (``isSensitiveField(_:)``: `tokens`, `apiKeys`, `password`) that is not
     /// an array's index nor a case without associated values of a `CodingKey` enum.
     ///
+    /// A map's key made of digits (`{"tokens": {"48213977": …}}`) has an `intValue` as an array's index has:
+    /// decoders name an index otherwise (`Index 3`), so a key whose text is its integer is the data's.
+    ///
     /// A model's names are such cases (a synthesized `CodingKeys` too): `credentials.kind` shows its `kind`. The keys
     /// of a `[String: T]`, and of a type that reads its keys from the data with a key type of its own, are the data's:
     /// under a secret name a map can be keyed by the secrets themselves (`{"tokens": {"<the token>": …}}`), which the
@@ -46,7 +49,7 @@ extension Redaction {
     static func dataKeysUnderSecretName(in path: [any CodingKey]) -> [String] {
         var underSecret = false
         var keys: [String] = []
-        for key in path where key.intValue == nil {
+        for key in path where !key.isArrayIndex {
             if underSecret && !isModelName(key) { keys.append(key.stringValue) }
             underSecret = underSecret || isSensitiveField(key.stringValue)
         }
@@ -80,4 +83,14 @@ extension Redaction {
         String(name.lowercased().unicodeScalars.filter { $0 != "_" && $0 != "-" })
     }
 
+}
+
+extension CodingKey {
+    /// Whether this key is an array's index: it has an integer value and its text is not that integer (decoders
+    /// name an index `Index 3`). A map's key made of digits (`"48213977"`) has an integer value too, but is the
+    /// data's text.
+    var isArrayIndex: Bool {
+        guard let index = intValue else { return false }
+        return stringValue != String(index)
+    }
 }

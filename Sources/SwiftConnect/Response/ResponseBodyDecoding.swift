@@ -247,12 +247,13 @@ extension ConnectError {
         return (detail, codingPathDescription(context.codingPath))
     }
 
-    /// `[todos, 2, title]` → `todos[2].title`; the empty path → `nil`.
+    /// `[todos, 2, title]` → `todos[2].title`; the empty path → `nil`. A map's key made of digits is a name
+    /// (`scores.2024`), not an index.
     static func codingPathDescription(_ path: [any CodingKey]) -> String? {
         guard !path.isEmpty else { return nil }
         var text = ""
         for key in path {
-            if let index = key.intValue {
+            if key.isArrayIndex, let index = key.intValue {
                 text += "[\(index)]"
             } else {
                 if !text.isEmpty { text += "." }

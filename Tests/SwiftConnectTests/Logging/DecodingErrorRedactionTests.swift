@@ -204,6 +204,26 @@ extension DecodingErrorRedactionTests {
         XCTAssertEqual(error.codingPath, "tokens.\(password)")
     }
 
+    /// A map under a secret name keyed by digits (`{"tokens": {"48213977": …}}`, a PIN, a numeric API key): the
+    /// decoder's key for it has an integer value as an array's index does, and the path showed it as one.
+    func testADigitsOnlyKeyOfAMapUnderASecretNameIsHiddenInThePath() throws {
+        struct Session: Decodable, Sendable { let tokens: [String: Int] }
+        let error = try XCTUnwrap(decodingError(#"{"tokens":{"48213977":"soon"}}"#, as: Session.self))
+        for text in shownTexts(of: error) {
+            XCTAssertFalse(text.contains("48213977"), text)
+        }
+        XCTAssertTrue(error.message.contains("at 'tokens.<redacted>'"), error.message)
+        // An array's index under a secret name is the model's shape, not data: it stays shown.
+        struct Keys: Decodable, Sendable { let apiKeys: [Int] }
+        let numbers = Array(repeating: "1", count: 1_234).joined(separator: ",")
+        let indexed = try XCTUnwrap(decodingError(#"{"apiKeys":[\#(numbers),"x"]}"#, as: Keys.self))
+        XCTAssertTrue(indexed.debugDescription.contains("apiKeys[1234]"), indexed.debugDescription)
+        // A map's digits key is named as a key, not as an index.
+        struct Scores: Decodable, Sendable { let scores: [String: Int] }
+        let scores = try XCTUnwrap(decodingError(#"{"scores":{"2024":"x"}}"#, as: Scores.self))
+        XCTAssertEqual(scores.codingPath, "scores.2024")
+    }
+
     /// The model's names below a secret name, and a map's keys under an ordinary name, are shown: they help to fix
     /// the model. Keys of a map deeper under the secret name are hidden, the model's names between them shown.
     func testModelNamesBelowASecretNameAndOrdinaryMapKeysAreShown() throws {
