@@ -20,7 +20,9 @@ import Foundation
 /// Whole numbers that fit an `Int` decode as ``int(_:)`` (`2`, and `2.0` or `1e3` too: JSON does not tell them
 /// apart), others as ``double(_:)``, and so does `-0`, whose sign an `Int` would lose (`JSONDecoder` reads it as `-0.0`);
 /// ``intValue`` and ``doubleValue`` read either, and equal numbers are equal values (`.int(2) == .double(2.0)`,
-/// `.int(0) == .double(-0.0)`), so a value compares equal after a round trip through JSON.
+/// `.int(0) == .double(-0.0)`), so a value compares equal after a round trip through JSON. A `Double` keeps 17
+/// significant digits: an integer beyond `Int`'s range (a `UInt64` ID over 2⁶³) or a longer decimal is read rounded,
+/// and written back so; decode a model with a `UInt64` or `Decimal` property where those digits matter.
 ///
 /// A value nested deeper than 128 levels fails to decode (a `DecodingError`) and to encode (an `EncodingError`, for a
 /// value built in code), rather than exhausting the stack of the thread that decodes or encodes it.

@@ -37,6 +37,11 @@ public protocol ResponseValidator: Sendable {
 ///     }
 /// }
 /// ```
+///
+/// A ``JSONValue`` holds numbers as `Int` or `Double`, so the processor above hands on an integer beyond `Int`'s
+/// range (a `UInt64` ID over 2⁶³) or a decimal of more than 17 significant digits rounded. When the model holds such
+/// numbers, decode the envelope as a type instead (`struct Envelope<T: Decodable>: Decodable { let data: T }`, then
+/// `.map(\.data)`).
 public protocol ResponseProcessor: Sendable {
     /// Returns the response to continue with.
     ///
