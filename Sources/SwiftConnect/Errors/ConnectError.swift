@@ -174,12 +174,17 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     ///
     /// A message can quote the server ("invalid token abc…") or the request. Read here, it has the secret values
     /// of ``request`` hidden: its credential headers, secret query items and body fields, its cookies and basic
-    /// credentials (unless the client was made with ``Connect/Settings/redactsSecrets`` `false`). What the server
-    /// sent stays intact in ``body``.
+    /// credentials, and the secrets named in a URL it quotes (unless the client was made with
+    /// ``Connect/Settings/redactsSecrets`` `false`). What the server sent stays intact in ``body``.
     ///
     /// It is at most 1,024 characters: secrets are hidden before it is cut, so that none is shown in part.
     public var message: String {
-        get { SingleLineText.cut(secretsAreShown ? storedMessage : secrets().hiding(in: storedMessage)) }
+        get {
+            // A URL the server's message quotes ("link expired: https://…?X-Amz-Signature=…") is redacted by name, as
+            // the description redacts it.
+            SingleLineText.cut(
+                secretsAreShown ? storedMessage : Redaction.urlsInText(secrets().hiding(in: storedMessage)))
+        }
         set {
             storedMessage = newValue
             messageShowingSecrets = nil

@@ -186,6 +186,27 @@ final class ConnectErrorDescriptionTests: XCTestCase {
         }
     }
 
+    /// A server's message that quotes a URL with a secret in it (`link expired: https://…?X-Amz-Signature=…`): the
+    /// description redacted it by name, the message, which the README prints, showed it.
+    func testAURLTheServersMessageQuotesHasItsSecretsHiddenInTheMessage() throws {
+        let body = #"{"message":"link expired: https://cdn.example.com/r.pdf?X-Amz-Signature=sig-ABC-123456&n=1"}"#
+        for redacting in [true, false] {
+            let connect = Connect(
+                transport: FakeTransport.answering(.json(string: body, status: 410)), retryPolicy: nil,
+                settings: Connect.Settings(redactsSecrets: redacting))
+
+            let route = Route(url: try XCTUnwrap(URL(string: "https://api.example.com/files/1")))
+            let error = try XCTUnwrap(connectError(of: connect.request(route)))
+
+            for text in [error.message, error.localizedDescription, error.description] {
+                XCTAssertEqual(text.contains("sig-ABC-123456"), !redacting, "redacting \(redacting): \(text)")
+            }
+            if redacting {
+                XCTAssertTrue(error.message.contains("r.pdf?X-Amz-Signature=<redacted>&n=1"), error.message)
+            }
+        }
+    }
+
     /// A request refused before it is sent says why in a message written where the URL is refused, by code that does
     /// not know the client: its URL's secrets stay hidden there with redaction off (SECURITY.md, "Opting out"); the
     /// description's request, which the client adds, shows them.
