@@ -159,9 +159,10 @@ public final class RecordingTransport: Transport, Sendable {
             state.fileComment = har?.log.comment
             if Self.wasWrittenThisRun(fileURL) {
                 state.fileEntries = har?.log.entries ?? []
-            } else if state.fileBytes != nil {
+            } else if state.fileBytes != nil, transport != nil {
                 // An earlier run's file is replaced now, not at the first exchange: a test that no longer makes the
-                // requests it recorded would otherwise leave them, which a replay then reports as never used.
+                // requests it recorded would otherwise leave them, which a replay then reports as never used. A
+                // transport that wraps nothing cannot record them again (a browser's HAR export): its file is left.
                 var emptied = HAR(entries: [])
                 emptied.log.comment = state.fileComment
                 if let data = try? emptied.encoded(), (try? Self.write(data, to: fileURL)) != nil {

@@ -178,6 +178,29 @@ final class RecordingDataValuesTests: XCTestCase {
         XCTAssertNoThrow(try RecordingTransport(fileURL: file, mode: .replay).verifyAllRecordingsUsed())
     }
 
+    /// A transport that wraps nothing cannot record: a record run (the suite run with
+    /// `SWIFTCONNECT_RECORD_MODE=record` to re-record other tests) emptied its file all the same, a browser's HAR
+    /// export that cannot be made again lost.
+    func testARecordRunWithNothingToRecordWithLeavesTheFile() throws {
+        // Given
+        let fake = FakeTransport.answering(.json(string: "{}"))
+        let recorded = folder.appendingPathComponent("recorded-export.har")
+        _ = try Connect(transport: RecordingTransport(fileURL: recorded, wrapping: fake, mode: .recordMissing))
+            .request(RecordingEndpoint(baseURL: base, endpoint: "/flags")).wait(timeout: 10)
+        let before = try Data(contentsOf: recorded)
+        let file = folder.appendingPathComponent("export.har")
+        try before.write(to: file)
+
+        // When
+        let transport = RecordingTransport(fileURL: file, mode: .record)
+        let request = try connectRequest(.get, "https://api.test/flags")
+        let error = try failure(of: transport.send(request, transfer: TransferOptions()))
+
+        // Then
+        XCTAssertEqual(try recordingError(of: error).reason, .noTransport)
+        XCTAssertEqual(try Data(contentsOf: file), before)
+    }
+
     /// A recording's `log.comment` (a note on how to re-record it) survives an exchange `recordMissing` adds.
     func testRecordMissingKeepsTheLogsComment() throws {
         // Given
