@@ -173,9 +173,9 @@ enum RecordingRedaction {
         if let contentType, contentType.lowercased().hasPrefix("multipart/") {
             redacted = hidingJSONPartSecrets(
                 in: hidingMultipartSecretsByName(in: redacted, contentType: contentType), contentType: contentType)
-        } else if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
-            let text = utf8Text(data)
-        {
+        } else if let text = utf8Text(data), isForm(contentType) || isFormAsText(text, contentType: contentType) {
+            // A form sent without its type (URLSession and libcurl add it only as they send) too, as the cURL output
+            // reads it.
             redacted = Data(redactedForm(text).utf8)
         } else if let text = hidingPlainTextCredential(in: data, contentType: contentType) {
             redacted = Data(text.utf8)

@@ -69,8 +69,6 @@ final class RecordingBodySecretsTests: XCTestCase {
         XCTAssertNoThrow(try replay.verifyAllRecordingsUsed())
     }
 
-    /// A secret field shorter than values are hidden by (``SecretValues``' minimum) is hidden by its name, its part's
-    /// bytes found without reading the body as text: the file part stays byte for byte.
     /// A form whose password holds a `;` or a `?` (neither of which `URLComponents` escapes) keeps none of it in the
     /// file: its value runs to the next `&`, as a form reader takes it.
     func testAFormPasswordWithASemicolonOrQuestionMarkIsHiddenWhole() throws {
@@ -89,6 +87,26 @@ final class RecordingBodySecretsTests: XCTestCase {
             String(decoding: $0, as: UTF8.self)
         }
         XCTAssertEqual(bodies, Array(repeating: "username=amy&password=%3Credacted%3Apassword%3E&remember=1", count: 2))
+    }
+
+    /// A form body sent without a Content-Type (URLSession and libcurl add the form type only as they send it) or as
+    /// `text/plain`: the file held its password, which the cURL output of the same request hides.
+    func testAFormBodyWithoutAFormTypeHasItsPasswordHidden() throws {
+        let file = folder.appendingPathComponent("untyped-form.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: FakeTransport.answering(.status(200)), mode: .record)
+        for headers: HeaderFields in [[:], [.contentType: "text/plain"]] {
+            let request = try connectRequest(
+                .post, "http://api.test/token", headers: headers,
+                body: Data("grant_type=password&username=amy&password=hunter22-x".utf8))
+            _ = try recorder.send(request, transfer: TransferOptions()).wait()
+        }
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("hunter22"), text)
+        let bodies = try HAR(contentsOf: file).log.entries.compactMap { $0.request.postData?.data }
+        XCTAssertEqual(bodies.count, 2)
+        for body in bodies {
+            XCTAssertTrue(String(decoding: body, as: UTF8.self).hasPrefix("grant_type=password&username=amy&password="))
+        }
     }
 
     func testAShortPasswordFieldOfAnUploadIsHiddenByNameAndReplayMatchesAnother() throws {
