@@ -186,7 +186,7 @@ extension Connect {
     ///
     /// A timeout, a failure or a cancellation before the whole body has arrived leaves the destination as it was. When
     /// part of a successful body had arrived (the connection was lost, the transport failed), and the answer named a
-    /// strong `ETag` or a `Last-Modified` (and was neither content-encoded, `Content-Encoding: gzip`, whose bytes
+    /// strong `ETag` or `Last-Modified` (and was neither content-encoded, `Content-Encoding: gzip`, whose bytes
     /// arrive decoded where a `Range` counts coded ones, nor a `206` to a `Range` of your own), the error's
     /// ``ConnectError/partialDownload`` keeps that part, to go on from
     /// with ``download(_:to:resuming:debugResponse:options:)``. So does the call's deadline, as URLSession's timeout

@@ -11,12 +11,13 @@ import Foundation
 /// A download to a file keeps one when it fails after part of a successful body arrived (the connection was lost,
 /// the transport failed mid-body, the connection stalled past ``RequestOptions/idleTimeout``, the call's deadline
 /// passed), and the answer named a version of the body a server can check it against (a strong `ETag`, else a
-/// `Last-Modified`): ``ConnectError/partialDownload``. It keeps none when the body was refused (a size limit, a file
-/// that could not be written), when nothing of it arrived, when the call was cancelled (its part is removed), when the
-/// body was content-encoded (`Content-Encoding: gzip`: its bytes arrive decoded, and a `Range` counts coded ones), or
-/// when it answered a `Range` of the request's own (its bytes are that range's, not the body's start). For a
-/// large download, a short `idleTimeout` ends a stalled connection early, in a part you can resume. A client that
-/// retries does so itself: its next attempt asks for the rest, and only the part of the last attempt reaches you.
+/// `Last-Modified` a second or more before the answer's `Date`): ``ConnectError/partialDownload``. It keeps none
+/// when the body was refused (a size limit, a file that could not be written), when nothing of it arrived, when the
+/// call was cancelled (its part is removed), when the body was content-encoded (`Content-Encoding: gzip`: its bytes
+/// arrive decoded, and a `Range` counts coded ones), or when it answered a `Range` of the request's own (its bytes
+/// are that range's, not the body's start). For a large download, a short `idleTimeout` ends a stalled connection
+/// early, in a part you can resume. A client that retries does so itself: its next attempt asks for the rest, and
+/// only the part of the last attempt reaches you.
 ///
 /// The file is the app's: nothing removes it but a resumed download that succeeds or keeps a newer part in its place.
 /// Call ``discard()`` when the part is no longer wanted, as you would drop Alamofire's resume data.
@@ -35,7 +36,7 @@ public struct PartialDownload: Sendable, Hashable {
     public let bytesReceived: Int64
     /// The file in the temporary directory holding those bytes, readable by the owner only.
     public let fileURL: URL
-    /// The answer's validator, sent back as `If-Range`: its strong `ETag`, else its `Last-Modified`.
+    /// The answer's validator, sent back as `If-Range`: its strong `ETag`, else its strong `Last-Modified`.
     let validator: String
     /// The URL of the request the body answered (the connector's, before the middlewares).
     let source: ShownURL
@@ -82,17 +83,23 @@ public struct PartialDownload: Sendable, Hashable {
     }
 
     /// The validator the answer `head` carries: a strong `ETag` (a weak one, `W/`, may not be used with `If-Range`,
-    /// RFC 9110 §13.1.5), else its `Last-Modified`; `nil` if neither.
+    /// RFC 9110 §13.1.5), else its `Last-Modified` when it is strong; `nil` if neither.
+    ///
+    /// A `Last-Modified` is strong only when the answer's `Date` is at least a second after it (RFC 9110 §8.8.2.2):
+    /// a file changed again within the second it names keeps the same date, and a resume from it would splice the
+    /// new version's bytes onto the old one's. Without such a `Date`, no part is kept and a retry starts over.
     static func validator(of head: ResponseHead) -> String? {
         if let tag = head.headerFields[HeaderField.Name("ETag")]?.trimmingCharacters(in: .whitespaces),
             !tag.isEmpty, !tag.hasPrefix("W/")
         {
             return tag
         }
-        if let date = head.headerFields[HeaderField.Name("Last-Modified")]?.trimmingCharacters(in: .whitespaces),
-            !date.isEmpty
+        let field = { head.headerFields[HeaderField.Name($0)]?.trimmingCharacters(in: .whitespaces) ?? "" }
+        let text = field("Last-Modified")
+        if let modified = HTTPDate.date(from: text, now: Date()),
+            let answered = HTTPDate.date(from: field("Date"), now: Date()), answered.timeIntervalSince(modified) >= 1
         {
-            return date
+            return text
         }
         return nil
     }

@@ -246,7 +246,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var attempts: Int = 1
     /// For a download to a file that failed after part of its body arrived: that part, kept in a file so that the
     /// download can be resumed with ``Connect/download(_:to:resuming:debugResponse:options:)``. `nil` when the answer
-    /// named no validator (a strong `ETag` or a `Last-Modified`), when nothing of the body arrived, when the body
+    /// named no validator (a strong `ETag` or `Last-Modified`), when nothing of the body arrived, when the body
     /// was refused (a size limit) or could not be written, and when the call was cancelled. A call stopped by its
     /// deadline, an attempt's ``RequestOptions/idleTimeout`` or the last attempt's ``RetryPolicy/attemptTimeout`` keeps
     /// it, as URLSession's timeout gives resume data; a resume that failed hands back the part it went on from when it

@@ -203,8 +203,8 @@ public struct RequestOptions: Sendable {
     ///
     /// When it passes, the attempt fails with ``ConnectError/Kind/timedOut``, its message naming `idleTimeout` and
     /// the seconds, and its transfer is stopped (the connection closed); a download keeps what arrived as
-    /// ``ConnectError/partialDownload`` when its answer named a strong `ETag` or a `Last-Modified` (a retry resumes
-    /// from it, ``PartialDownload``), and any other's partial file is removed. The ``RetryPolicy`` may send the
+    /// ``ConnectError/partialDownload`` when its answer named a strong `ETag` or a strong `Last-Modified` (a retry
+    /// resumes from it, ``PartialDownload``), and any other's partial file is removed. The ``RetryPolicy`` may send the
     /// request again as after any timeout, each attempt with its clock of its own.
     /// Sending the request counts as activity as far as the engine reports the bytes it hands to the connection
     /// (``URLSessionTransport`` and `AsyncHTTPClientTransport` report each piece); the clock starts when the request

@@ -26,6 +26,8 @@ final class ResumableDownloadTests: IntegrationTestCase {
         private var _rangeAnswer: RangeAnswer = .honour
         /// Whether answers are sent chunked, with no `Content-Length`.
         private var _chunked = false
+        /// The `Date` answers carry, if any.
+        private var _date: String?
 
         enum RangeAnswer {
             /// `.ignoringIfRange`: the range of the body there now, whatever `If-Range` says.
@@ -35,7 +37,7 @@ final class ResumableDownloadTests: IntegrationTestCase {
 
         func set(
             body: Data? = nil, validator: (name: String, value: String)?? = nil, cutAfter: Int?? = nil,
-            cuts: [Int]? = nil, rangeAnswer: RangeAnswer? = nil, chunked: Bool? = nil
+            cuts: [Int]? = nil, rangeAnswer: RangeAnswer? = nil, chunked: Bool? = nil, date: String?? = nil
         ) {
             lock.lock()
             defer { lock.unlock() }
@@ -45,6 +47,7 @@ final class ResumableDownloadTests: IntegrationTestCase {
             if let cuts { _cuts = cuts }
             if let rangeAnswer { _rangeAnswer = rangeAnswer }
             if let chunked { _chunked = chunked }
+            if let date { _date = date }
         }
 
         func answer(_ request: LocalServer.Request) -> LocalServer.Response {
@@ -52,6 +55,7 @@ final class ResumableDownloadTests: IntegrationTestCase {
             defer { lock.unlock() }
             var headers: [(name: String, value: String)] = [("Content-Type", "application/octet-stream")]
             if let validator = _validator { headers.append(validator) }
+            if let date = _date { headers.append(("Date", date)) }
             var status = 200
             var slice = _body
             if let range = request.header("Range"), range.hasPrefix("bytes="), range.hasSuffix("-"),
@@ -329,10 +333,25 @@ final class ResumableDownloadTests: IntegrationTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), Self.body)
     }
 
-    /// A `Last-Modified` stands for the validator when there is no `ETag`; a weak `ETag` does not count.
+    /// A `Last-Modified` in the second the answer is dated (a file written as it is served) is weak: the file can
+    /// change again within that second and keep the date, and a resume from it spliced the new version's bytes onto
+    /// the old one's. No part is kept, so a retry starts over.
+    func testALastModifiedInTheSecondOfTheAnswersDateKeepsNoPart() throws {
+        let date = "Tue, 01 Dec 2026 10:00:00 GMT"
+        site.set(validator: .some(("Last-Modified", date)), cutAfter: 50_000, date: date)
+
+        let cut = try connect.download(Route("/movie"), to: destination).waitForResult(timeout: 30)
+
+        guard case .failure(let error as ConnectError) = cut else { return XCTFail("\(cut)") }
+        XCTAssertEqual(error.kind, .connectionLost, "\(error)")
+        XCTAssertNil(error.partialDownload, "a date in the answer's own second cannot be sent as If-Range")
+    }
+
+    /// A `Last-Modified` stands for the validator when there is no `ETag` and the answer's `Date` is a second or
+    /// more after it (a strong date, RFC 9110 §8.8.2.2); a weak `ETag` does not count.
     func testALastModifiedIsTheValidatorWithoutAStrongETag() throws {
         let date = "Tue, 01 Dec 2026 10:00:00 GMT"
-        site.set(validator: .some(("Last-Modified", date)))
+        site.set(validator: .some(("Last-Modified", date)), date: "Tue, 01 Dec 2026 10:00:07 GMT")
         let partial = try cutDownload()
         site.set(validator: .some(("ETag", "W/\"weak\"")))
         site.set(cutAfter: 50_000)

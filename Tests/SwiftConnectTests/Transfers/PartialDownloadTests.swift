@@ -54,9 +54,15 @@ final class PartialDownloadTests: XCTestCase {
                 status: 200, headerFields: HeaderFields(fields.map { HeaderField(name: .init($0.0), value: $0.1) }))
         }
         XCTAssertEqual(PartialDownload.validator(of: head([("ETag", "\"a\"")])), "\"a\"")
+        let modified = "Tue, 01 Dec 2026 10:00:00 GMT"
         XCTAssertEqual(
-            PartialDownload.validator(of: head([("ETag", "W/\"a\""), ("Last-Modified", "Tue, 01 Dec 2026")])),
-            "Tue, 01 Dec 2026")
+            PartialDownload.validator(
+                of: head([("ETag", "W/\"a\""), ("Last-Modified", modified), ("Date", "Tue, 01 Dec 2026 10:00:01 GMT")])),
+            modified)
+        // A date is strong only a second or more before the answer's (RFC 9110 §8.8.2.2).
+        XCTAssertNil(PartialDownload.validator(of: head([("Last-Modified", modified)])))
+        XCTAssertNil(PartialDownload.validator(of: head([("Last-Modified", modified), ("Date", modified)])))
+        XCTAssertNil(PartialDownload.validator(of: head([("Last-Modified", "yesterday"), ("Date", modified)])))
         XCTAssertNil(PartialDownload.validator(of: head([("ETag", "W/\"a\"")])))
         XCTAssertNil(PartialDownload.validator(of: head([])))
 
