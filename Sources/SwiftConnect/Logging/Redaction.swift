@@ -535,8 +535,12 @@ package enum Redaction {
         hiding secrets: SecretValues? = nil
     ) -> String {
         if data.isEmpty { return "" }
-        // A body in the single-byte charset it declares (an error page in ISO-8859-1) is shown as its text.
-        let data = BodyCharset.utf8(data, contentType: contentType)
+        // A body in the charset it declares (an error page in ISO-8859-1, a .NET answer in UTF-16) is shown, and its
+        // secrets looked for, as its text: ASCII in UTF-16 is valid UTF-8 with zeros between the letters, where no
+        // secret is found by value.
+        let data =
+            ErrorBody.unicodeText(data, contentType: contentType).map { Data($0.utf8) }
+            ?? BodyCharset.utf8(data, contentType: contentType)
         // Secrets by value are hidden before the cut at `limit`, so that one the cut would split is hidden whole.
         func truncated(_ text: String, limit: Int) -> String {
             Redaction.truncated(text, limit: limit, hiding: secrets)

@@ -258,8 +258,17 @@ enum ErrorBody {
     /// without its byte order mark; `nil` for another charset, or bytes that are not in it. `utf-16` and `utf-32` name
     /// no byte order: the mark says it, else the zeros of the first character (an ASCII one, the usual case), else
     /// big-endian (RFC 2781, 4.3).
+    ///
+    /// A body with neither a byte order mark nor a zero byte that is valid UTF-8 is UTF-8 under a wrong label (`nil`):
+    /// UTF-32 has a zero in every character, and UTF-16 text in a script without one is seldom valid UTF-8, while in
+    /// the label's encoding such a body's letters pair into CJK characters.
     static func unicodeText(_ data: Data, contentType: String?) -> String? {
         guard let charset = contentType.flatMap({ MimeType(rawValue: $0).parameter("charset") }) else { return nil }
+        guard charset.lowercased().contains("utf-16") || charset.lowercased().contains("utf-32") else { return nil }
+        // (A UTF-16 byte order mark is not valid UTF-8, and UTF-32's has zeros.)
+        if !data.contains(0), String(data: data, encoding: .utf8) != nil {
+            return nil
+        }
         var bytes = data[...]
         let encoding: String.Encoding
         switch charset.trimmingCharacters(in: .whitespaces).lowercased() {

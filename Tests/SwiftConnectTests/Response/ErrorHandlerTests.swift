@@ -469,6 +469,44 @@ final class ErrorHandlerTests: XCTestCase {
         }
     }
 
+    /// The same echo in the UTF-16 or UTF-32 the body declares: the message read it in that encoding and hid the
+    /// token, but the body's excerpt read its bytes as UTF-8 (ASCII in UTF-16 is valid UTF-8, with zeros between the
+    /// letters), where the token was not found, and showed it, letter-spaced. JSON with no secret field alike.
+    func testABodyInTheUTF16ItDeclaresEchoingTheTokenHidesIt() throws {
+        let secret = "sk-plain-echo-31415926"
+        let bodies: [(text: String, encoding: String.Encoding, type: String)] = [
+            ("token \(secret) expired", .utf16LittleEndian, "text/plain; charset=utf-16le"),
+            ("token \(secret) expired", .utf16BigEndian, "text/plain; charset=utf-16"),
+            ("token \(secret) expired", .utf32LittleEndian, "text/plain; charset=utf-32le"),
+            (#"{"message":"token \#(secret) expired"}"#, .utf16LittleEndian, "application/json; charset=utf-16le"),
+        ]
+        for (text, encoding, type) in bodies {
+            let body = try XCTUnwrap(text.data(using: encoding))
+            let connect = Connect(
+                transport: FakeTransport.answering(.data(body, status: 401, headers: ["Content-Type": type])),
+                retryPolicy: nil)
+            let endpoint = Endpoint(headers: [HTTPHeader(name: "Authorization", value: "Bearer \(secret)")])
+            let error = try XCTUnwrap(connectError(of: connect.request(endpoint)))
+            var dumped = ""
+            dump(error, to: &dumped)
+            for shown in [error.message, error.description, error.debugDescription, String(reflecting: error), dumped] {
+                let squeezed = shown.unicodeScalars.filter { $0 != " " && $0 != "\0" }.map(String.init).joined()
+                XCTAssertFalse(squeezed.contains(secret), "\(type): \(shown)")
+            }
+            XCTAssertTrue(error.debugDescription.contains("token <redacted> expired"), "\(type): \(error.debugDescription)")
+        }
+    }
+
+    /// A UTF-8 body labelled UTF-16 or UTF-32 (a wrong label, no byte order mark, no zero byte) is read as the UTF-8 it
+    /// is: in the label's encoding its letters paired into CJK characters.
+    func testAUTF8BodyLabelledUTF16IsReadAsUTF8() {
+        for charset in ["utf-16", "utf-16le", "utf-16be", "utf-32"] {
+            let error = errorFor(
+                body: "Invalid token.", status: 401, headers: ["Content-Type": "text/plain; charset=\(charset)"])
+            XCTAssertEqual(error?.message, "the server answered 401 Unauthorized: Invalid token.", charset)
+        }
+    }
+
     // MARK: - The server's text is bounded and on one line
 
     func testLongServerMessageIsCutToAboutAThousandCharacters() {
