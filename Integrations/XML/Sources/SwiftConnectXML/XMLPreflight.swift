@@ -202,11 +202,11 @@ enum XMLPreflight {
 
     /// Whether `encoding` (a name as an XML declaration writes it) is one whose ASCII bytes can stand for other
     /// characters, so that markup the check reads as text (`+ADw-!ENTITY` in UTF-7) is markup to the parser, which
-    /// decodes it (libxml2 through iconv): UTF-7, HZ and the ISO-2022 encodings, whose escapes switch what the bytes
-    /// mean.
+    /// decodes it (libxml2 through iconv): UTF-7 (and IMAP's, `UTF-7-IMAP`, which writes `<` as `&ADw-`), HZ and the
+    /// ISO-2022 encodings, whose escapes switch what the bytes mean.
     static func hidesMarkup(_ encoding: String) -> Bool {
         let name = String(encoding.lowercased().filter { $0.isLetter || $0.isNumber })
-        return name == "utf7" || name.hasSuffix("utf7") || name.hasPrefix("hz") || name.hasPrefix("iso2022")
+        return name.contains("utf7") || name.hasPrefix("hz") || name.hasPrefix("iso2022")
             || name.hasPrefix("csiso2022")
     }
 
@@ -247,8 +247,11 @@ enum XMLPreflight {
             } else if starts(with: "<!--") {
                 skip(past: "-->")
             } else if starts(with: "<!DOCTYPE") {
-                // To the `>` that ends it, outside quoted literals and its internal subset's brackets.
+                // To the `>` that ends it, outside quoted literals and its internal subset's brackets. A `]` inside a
+                // declaration of the subset (`<!ELEMENT … >`) does not end it: in Shift_JIS, GBK or Big5 it can be a
+                // character's second byte (`ゾ` is `83 5D`), in a name the parser reads as one.
                 var inSubset = false
+                var inDeclaration = false
                 index += 9
                 while index < bytes.count {
                     if starts(with: "<!ENTITY") { return .declaresEntities }
@@ -261,6 +264,11 @@ enum XMLPreflight {
                         skip(past: "?>")
                         continue
                     }
+                    if inSubset, starts(with: "<!") {
+                        inDeclaration = true
+                        index += 2
+                        continue
+                    }
                     let byte = bytes[index]
                     index += 1
                     if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
@@ -268,14 +276,18 @@ enum XMLPreflight {
                         index += 1
                     } else if byte == UInt8(ascii: "[") {
                         inSubset = true
-                    } else if byte == UInt8(ascii: "]") {
+                    } else if byte == UInt8(ascii: "]"), !inDeclaration {
                         inSubset = false
+                    } else if byte == UInt8(ascii: ">"), inDeclaration {
+                        inDeclaration = false
                     } else if byte == UInt8(ascii: ">"), !inSubset {
                         break
                     }
                 }
             } else {
-                // The root element: the prolog is over. Any other byte is no ASCII markup.
+                // The root element: the prolog is over. Any other byte is no ASCII markup. A declaration where the
+                // root element is due is one the type declaration held, ended early by a byte the check misread.
+                if starts(with: "<!ENTITY") { return .declaresEntities }
                 return bytes[index] == UInt8(ascii: "<") ? .declaresNone : .unreadable
             }
         }

@@ -193,7 +193,7 @@ final class XMLEntityTests: XCTestCase {
     /// declared in its XML declaration or by the response's charset; one in an encoding that keeps ASCII is read.
     func testAnEncodingWhoseBytesCanHideMarkupIsRefused() throws {
         let hidden = #"<!DOCTYPE note [+ADw-!ENTITY e "x"+AD4-]><note><title>a&e;b</title></note>"#
-        for encoding in ["UTF-7", "utf7", "UNICODE-1-1-UTF-7", "ISO-2022-JP", "HZ-GB-2312"] {
+        for encoding in ["UTF-7", "utf7", "UNICODE-1-1-UTF-7", "UTF-7-IMAP", "ISO-2022-JP", "HZ-GB-2312"] {
             let declared = Data(#"<?xml version="1.0" encoding="\#(encoding)"?>\#(hidden)"#.utf8)
             assertRefused(decoded(declared), saying: "need not be the markup")
         }
@@ -201,5 +201,23 @@ final class XMLEntityTests: XCTestCase {
             decoded(Data(hidden.utf8), contentType: "text/xml; charset=UTF-7"), saying: "need not be the markup")
         let latin = Data(#"<?xml version="1.0" encoding="ISO-8859-1"?><note><title>ab</title></note>"#.utf8)
         XCTAssertEqual(try decoded(latin).get(), "ab")
+    }
+
+    /// In Shift_JIS (GBK and Big5 alike) the second byte of a character can be `]`: `ゾ` is `83 5D`. In a declaration of
+    /// the internal subset it ended the subset for the check, whose next `>` ended the type declaration: an entity
+    /// declared after it was taken for the root element, and the parser, which reads Shift_JIS, dropped its text.
+    func testABracketByteInsideAMultibyteCharacterDoesNotEndTheSubset() throws {
+        let zo: [UInt8] = [0x83, 0x5D]  // ゾ in Shift_JIS
+        for (encoding, type) in [("Shift_JIS", "text/xml"), ("Shift_JIS", "text/xml; charset=Shift_JIS")] {
+            let body =
+                Data(#"<?xml version="1.0" encoding="\#(encoding)"?><!DOCTYPE note [<!ELEMENT "#.utf8) + Data(zo)
+                + Data(#" ANY><!ENTITY e "x">]><note><title>a&e;b</title></note>"#.utf8)
+            assertRefused(decoded(body, contentType: type), saying: "declares entities")
+        }
+        // The same character in an attribute list's default value, and a document without entities, read as they are.
+        let plain =
+            Data(#"<?xml version="1.0" encoding="Shift_JIS"?><!DOCTYPE note [<!ATTLIST note k CDATA ""#.utf8)
+            + Data(zo) + Data(#"">]><note><title>ab</title></note>"#.utf8)
+        XCTAssertEqual(try decoded(plain).get(), "ab")
     }
 }
