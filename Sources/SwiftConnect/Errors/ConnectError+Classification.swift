@@ -16,6 +16,19 @@ extension ConnectError.Kind {
         }
     }
 
+    /// Whether the kind says the attempt failed before its request was sent: no connection (``cannotConnect``,
+    /// ``notConnected``), no name (``nameResolution``), no TLS session (``secureConnection``,
+    /// ``untrustedCertificate``, ``certificatePinning``), or a request refused as it was built (``invalidRequest``).
+    var isBeforeTheRequestWasSent: Bool {
+        switch self {
+        case .invalidRequest, .cannotConnect, .notConnected, .nameResolution, .secureConnection, .untrustedCertificate,
+            .certificatePinning:
+            return true
+        default:
+            return false
+        }
+    }
+
     /// The kind of failure a `URLError` code reports: the one table that turns URLSession's vocabulary (and that of
     /// any transport reporting `URLError`s) into the engine-neutral kinds that ``RetryPolicy`` and middlewares read.
     ///

@@ -447,7 +447,9 @@ struct MiddlewareChain: Sendable {
                 of: attempt, status: response.statusCode, error: nil, bytesSent: bytesSent, bytesReceived: received)
         case .failure(let error):
             let failure = error as? ConnectError ?? ConnectError.transportFailure(.reported(error), sent: request)
-            observation.recordEnd(of: attempt, status: nil, error: failure, bytesSent: bytesSent)
+            // No connection, no name, no TLS session, a request refused before the wire: no byte of the body went.
+            let sent = failure.kind.isBeforeTheRequestWasSent ? nil : bytesSent
+            observation.recordEnd(of: attempt, status: nil, error: failure, bytesSent: sent)
         }
     }
 

@@ -419,6 +419,17 @@ final class ConnectObserverTests: XCTestCase {
         request.body = .stream(ConnectRequest.OneShotStream(AsyncStream<Data> { $0.finish() }))
         _ = try connect.response(for: request).wait()
         XCTAssertEqual(observer.sizes.values, ["3 8", "0 8", "5 8", "- 8"])
+
+        // An attempt that failed before anything was sent (no connection, no name, no TLS) sent no body: its size
+        // is not told, which metrics recorded as the whole body for each attempt. One lost on the way may have.
+        for (code, told) in [(URLError.Code.cannotConnectToHost, "-"), (.cannotFindHost, "-"), (.networkConnectionLost, "3")] {
+            let failing = Connect(
+                transport: FakeTransport.answering(.failure(URLError(code))), retryPolicy: nil,
+                settings: Connect.Settings(observers: [observer]))
+            request.body = .bytes(Data("abc".utf8))
+            _ = try failing.response(for: request).waitForResult(timeout: 10)
+            XCTAssertEqual(observer.sizes.values.last, "\(told) -", "\(code)")
+        }
     }
 
     // MARK: - Stages
