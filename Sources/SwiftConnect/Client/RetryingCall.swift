@@ -69,10 +69,13 @@ final class RetryingCall:
         /// The attempts the call made, as ``ConnectError/attempts`` and ``ConnectEvent/callEnded(status:error:attempts:)``
         /// report them: every attempt started, but one still running whose request never reached the transport's door
         /// (it waited in the queue, offline or for a token refresh when the call's deadline passed or the call was
-        /// cancelled), which sent nothing and which observers never heard start.
+        /// cancelled, or the queue cancelled it there), which sent nothing and which observers never heard start.
         var attemptsMade: Int {
-            attemptRunning && reachedAttempt < attempt ? attempt - 1 : attempt
+            (attemptRunning || cancelledUnsent == attempt) && reachedAttempt < attempt ? attempt - 1 : attempt
         }
+        /// The attempt that ended cancelled before its request reached the transport's door (the queue cancelled it
+        /// while it waited there), 0 for none: it sent nothing, and is not counted.
+        var cancelledUnsent = 0
     }
 
     private let lock = Lock()
@@ -252,7 +255,12 @@ final class RetryingCall:
         let (isOver, attemptDeadline, wasAbandoned) = withState {
             state -> (Bool, TransportDeadline?, Bool) in
             state.inFlight = nil
-            if state.attempt == attempt { state.attemptRunning = false }
+            if state.attempt == attempt {
+                state.attemptRunning = false
+                if state.reachedAttempt < attempt, RetryingCall.isCancellation(result) {
+                    state.cancelledUnsent = attempt
+                }
+            }
             // Every stream the attempt's sends took, not only the latest: a send again with a new stream must not
             // let the first go out in a later attempt.
             state.sentStreams += sentStreams
@@ -274,7 +282,7 @@ final class RetryingCall:
             : result
         guard attempt < maxAttempts, let wait = delay(after: result, attempt: attempt, advice: advice) else {
             progress?.settle(isTheAnswer: true)
-            return end(with: reporting(attempt, on: result))
+            return end(with: reporting(withState { $0.attemptsMade }, on: result))
         }
         let waited = withState { state -> TimeInterval in
             defer { state.waited += wait }

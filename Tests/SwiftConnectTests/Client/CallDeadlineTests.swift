@@ -201,6 +201,38 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(observer.attempts.values, [1])
     }
 
+    /// A retry cancelled by the queue while it waits there (`cancelPending()`, `cancel(_:)`, the client's
+    /// `cancelAllRequests()`) was never sent: the call said 2 attempts, to the caller and its observers, with one sent.
+    func testARetryTheQueueCancelsWhileItWaitsCountsOnlyTheAttemptSent() throws {
+        for way in ["cancelPending", "cancel(id)", "cancelAllRequests"] {
+            // Given: a 503, its retry held by the clock, then let go into a paused queue
+            let transport = FakeTransport()
+            transport.stub("/items", with: [.status(503), .json(string: "{}")])
+            let clock = ImmediateRetryClock(holdsActions: true)
+            let queue = RequestQueue(maxConcurrentRequests: 1)
+            let observer = EndRecorder()
+            let connect = Connect(
+                transport: transport, retryPolicy: RetryPolicy(maxAttempts: 2, clock: clock), requestQueue: queue,
+                settings: Connect.Settings(observers: [observer]))
+            let call = connect.request(Endpoint(timeout: 10))
+            XCTAssertEqual(clock.pendingActionCount, 1, way)
+            queue.pause()
+            XCTAssertEqual(clock.runPendingActions(), 1, way)
+            XCTAssertEqual(queue.pendingCount, 1, way)
+            // When
+            switch way {
+            case "cancelPending": queue.cancelPending()
+            case "cancel(id)": XCTAssertTrue(queue.cancel(try XCTUnwrap(queue.waitingRequests.first).id), way)
+            default: connect.cancelAllRequests()
+            }
+            // Then
+            let error = try XCTUnwrap(connectError(of: call), way)
+            XCTAssertEqual(transport.requests.count, 1, way)
+            XCTAssertEqual(error.attempts, 1, "\(way): \(error)")
+            XCTAssertEqual(observer.attempts.values, [1], way)
+        }
+    }
+
     func testAnInfiniteTimeoutSetsNoDeadline() {
         let transport = FakeTransport()
         transport.stub("/items", with: [.status(503), .status(503), .status(200)])
