@@ -683,6 +683,9 @@ extension Connect {
             request: request, errorHandler: errorHandler, validators: all.validators, processors: all.processors,
             debugLogger: debugResponse ? context.logger : nil, redactsSecrets: redactsSecrets)
         check.acceptsEveryStatus = context.options.acceptsEveryStatus == true
+        if check.waits, let deadline = TransportDeadline(seconds: request.timeoutInterval) {
+            (check.timeout, check.deadline) = (deadline.seconds, deadline.time)
+        }
         var exchange = Exchange(sent: sent, check: check)
         if check.waits {
             // The call lasts until its processors are done: that future is the one to cancel and to count.

@@ -42,7 +42,19 @@ struct Exchange: Sendable {
         guard let check else { return sent }
         let checked = sent.transformResult { check.outcome(of: $0) }
         guard check.waits else { return checked }
-        let processed = checked.flatMap { response in Future { try await check.waitingProcessors(on: response) } }
+        let processed = checked.flatMap { response -> Future<ConnectResponse> in
+            let processing = Future { try await check.waitingProcessors(on: response) }
+            // The call's deadline covers its processors: one that never returns fails the call timed out.
+            guard let timeout = check.timeout,
+                let deadline = TransportDeadline(seconds: timeout, notAfter: check.deadline)
+            else { return processing }
+            deadline.start {
+                processing.cancel(
+                    failingWith: ConnectError.transportFailure(.deadlinePassed(after: timeout), sent: check.request))
+            }
+            processing.whenComplete { _ in deadline.cancel() }
+            return processing
+        }
         trackProcessed?(processed)
         return processed
     }
@@ -76,6 +88,10 @@ struct ResponseCheck: Sendable {
     /// Whether debug output hides secrets, and the error the outcome fails with hides the request's secret values
     /// (``ConnectError/message``); both show everything when `false`.
     let redactsSecrets: Bool
+    /// The call's time allowed (its `timeout`) and when it passes, for processors that wait (``waits``), which run
+    /// after the retry loop has ended: `nil` for no deadline.
+    var timeout: TimeInterval?
+    var deadline: DispatchTime?
 
     /// The outcome of a request whose middlewares and transport returned `result`.
     func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {

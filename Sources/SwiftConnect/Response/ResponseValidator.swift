@@ -105,7 +105,8 @@ public struct AnyResponseProcessor: ResponseProcessor {
         waitingBody = nil
     }
 
-    /// Creates a processor that waits: the client awaits `body` before the next processor and the decoding.
+    /// Creates a processor that waits: the client awaits `body` before the next processor and the decoding. The
+    /// call's `timeout` covers the wait: past the call's deadline it fails with ``ConnectError/Kind/timedOut``.
     ///
     /// - Parameter body: Returns the transformed response, or throws.
     public init(_ body: @escaping @Sendable (ConnectResponse) async throws -> ConnectResponse) {

@@ -93,6 +93,26 @@ final class WaitingProcessorAndDecodingTests: XCTestCase {
             try failing.process(ConnectResponse.json("{}", for: URLRequest(url: URL(string: "https://a.test")!))))
     }
 
+    /// The call's deadline covers a processor that waits: one that never returns (a key store that hangs) held the
+    /// call past its `timeout`, for ever. It fails timed out, as any part of the call past its deadline does.
+    func testTheCallsDeadlineCoversAProcessorThatWaits() throws {
+        let started = Promise<Void>()
+        let never = Promise<Void>()
+        let hangs = AnyResponseProcessor { response in
+            started.complete(with: .success(()))
+            try await never.future.value
+            return response
+        }
+        let transport = FakeTransport.answering(.data(Data("x".utf8)))
+        let call = Connect(transport: transport, retryPolicy: nil).request(
+            Route(url: URL(string: "https://api.test")!), options: RequestOptions(processors: [hangs], timeout: 0.3))
+        XCTAssertNotNil(value(of: started.future))
+        let error = try XCTUnwrap(connectError(of: call))
+        XCTAssertEqual(error.kind, .timedOut, "\(error)")
+        XCTAssertTrue(error.message.contains("0.3"), error.message)
+        never.complete(with: .success(()))
+    }
+
     // MARK: Connectors that own their decoding
 
     func testAConnectorOwnsItsDecodingStep() {
