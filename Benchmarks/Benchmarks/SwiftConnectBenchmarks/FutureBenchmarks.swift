@@ -104,7 +104,8 @@ private func registerMapChain() {
 @inline(__always)
 private func mapTenTimes<Upstream: Publisher>(_ upstream: Upstream) -> some Publisher<Int, Never>
 where Upstream.Output == Int, Upstream.Failure == Never {
-    let stage1 = Publishers.Map(upstream: upstream) { addOne($0) }
+    // Two stages a line: 2, 4, 6, 8, 10 (the first line had one, and the chain nine).
+    let stage1 = Publishers.Map(upstream: Publishers.Map(upstream: upstream) { addOne($0) }) { addOne($0) }
     let stage2 = Publishers.Map(upstream: Publishers.Map(upstream: stage1) { addOne($0) }) { addOne($0) }
     let stage3 = Publishers.Map(upstream: Publishers.Map(upstream: stage2) { addOne($0) }) { addOne($0) }
     let stage4 = Publishers.Map(upstream: Publishers.Map(upstream: stage3) { addOne($0) }) { addOne($0) }
