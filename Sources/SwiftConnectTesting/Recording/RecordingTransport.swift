@@ -132,7 +132,10 @@ public final class RecordingTransport: Transport, Sendable {
     ///     `SWIFTCONNECT_RECORD_MODE`, else replay.
     ///   - matcher: How a request finds its recording; ``RequestMatcher/default`` by default.
     ///   - placeholderValues: Values to put back in replayed responses, by the name in their placeholder:
-    ///     `["access_token": "test-token"]` fills `<redacted:access_token>`.
+    ///     `["access_token": "test-token"]` fills `<redacted:access_token>`. Give values of at least four characters:
+    ///     a request that sends a filled value back (a token in a later path) is matched with it hidden, and, as
+    ///     everywhere secrets are hidden by value, a shorter value is not looked for (`"t1"`: that request then
+    ///     finds no recording).
     ///   - replaysLatencies: Whether a replayed answer waits for the exchange's recorded `time` (a test of a
     ///     timeout or of a loading state); `false`, answering at once, by default.
     public init(
@@ -196,7 +199,8 @@ public final class RecordingTransport: Transport, Sendable {
     ///   - transport: The transport that sends requests when recording.
     ///   - mode: What to do with requests; ``RecordingMode/default`` by default.
     ///   - matcher: How a request finds its recording.
-    ///   - placeholderValues: Values to put back in replayed responses, by placeholder name.
+    ///   - placeholderValues: Values to put back in replayed responses, by placeholder name; of at least four
+    ///     characters each, as for ``init(fileURL:wrapping:mode:matcher:placeholderValues:replaysLatencies:)``.
     ///   - replaysLatencies: Whether a replayed answer waits for the exchange's recorded `time`.
     ///   - filePath: The test file; leave the default.
     ///   - function: The test; leave the default.
