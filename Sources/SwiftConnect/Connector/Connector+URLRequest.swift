@@ -197,7 +197,15 @@ extension Connector {
                         request: partialRequest(method: method, body: body))
                 }
             case .form(var bytes)?:
-                fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
+                // A default's form type (the client's, a server's, a method's: `…; charset=iso-8859-1`) is the one
+                // the request goes with when it names none: the body is escaped for it, not sent under UTF-8's.
+                let defaultFormType = (first + second).first {
+                    $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame
+                        && ConnectResponse.mediaType(of: $0.value) == "application/x-www-form-urlencoded"
+                        && HTTPHeader.isSendableValue($0.value)
+                }?.value
+                fields.setIfAbsent(
+                    name: "Content-Type", value: defaultFormType ?? "application/x-www-form-urlencoded; charset=utf-8")
                 // Escaped as the bytes of the charset the request's type names (the options' replaces the connector's
                 // once built), so that a server decoding that charset reads the text sent. An upload replaces the body
                 // with a multipart one, whose fields are UTF-8: it reads the fields from this one as written.

@@ -141,6 +141,31 @@ final class EncodedBodyTests: XCTestCase {
         XCTAssertEqual(sent.httpBody, Data("a=1".utf8))
     }
 
+    /// A client's default form type naming a charset (a legacy server's Latin-1) is the type the form goes with, and
+    /// the body is escaped for it: the default made the object a form, then the request went out as UTF-8
+    /// (`Jos%C3%A9` under `charset=utf-8`), unlike the same header set on the connector.
+    func testAClientsDefaultFormTypeKeepsItsCharsetAndEscapesTheBodyInIt() throws {
+        let latin = "application/x-www-form-urlencoded; charset=iso-8859-1"
+        let settings = [
+            Connect.Settings(defaultHeaders: [.contentType(latin)]),
+            Connect.Settings(methodOptions: [.put: RequestOptions(headers: [.contentType(latin)])]),
+        ]
+        for setting in settings {
+            // Given
+            let transport = FakeTransport.answering(.status(204))
+            let client = Connect(transport: transport, retryPolicy: nil, settings: setting)
+            let object: JSONObject = ["name": "Jos\u{E9}"]
+
+            // When
+            _ = value(of: client.response(for: route(object)))
+
+            // Then
+            let sent = try XCTUnwrap(transport.requests.first)
+            XCTAssertEqual(sent.value(forHTTPHeaderField: "Content-Type"), latin)
+            XCTAssertEqual(sent.httpBody.map { String(decoding: $0, as: UTF8.self) }, "name=Jos%E9")
+        }
+    }
+
     /// A blank `Content-Type` in a call's options or a client's default headers means none too: the body's type goes.
     func testABlankContentTypeInOptionsOrDefaultsMeansNone() throws {
         let body = Parameter.body(Data("a,b".utf8), contentType: "text/csv")
