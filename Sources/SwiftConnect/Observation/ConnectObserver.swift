@@ -33,7 +33,8 @@ import Foundation
 /// A client without observers pays nothing for the seam; events are made only when someone listens.
 public protocol ConnectObserver: Sendable {
     /// A call is starting: returns what hears its events, or `nil` to leave this call alone. Called once per call,
-    /// synchronously, on the thread and task that made the call.
+    /// synchronously, on the thread and task that made the call, once its request is built (a call refused while
+    /// it is built, an ``ConnectError/Kind/invalidRequest``, is not observed).
     ///
     /// - Parameter call: What the call is.
     /// - Returns: The call's own observer, or `nil`.
