@@ -411,6 +411,32 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertNoThrow(try waiting.wait(timeout: 5))
     }
 
+    /// Offline, the queue starts a request that needs no network before older ones that wait for it, and lists its
+    /// waiting requests in that order ("in the order they will start"): it listed them as they arrived.
+    func testTheWaitingRequestsAreListedInTheOrderTheyStartWhileTheNetworkIsGone() throws {
+        // Given: online, a queue of one, its slot held; /items/2 waits; then the network goes and /items/3, to this
+        // device, arrives
+        network.goOnline()
+        let gate = Promise<Void>()
+        transport.stub("/items/1", with: FakeResponse.json(["ok": true]).released(by: gate.future))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = client(.waitForConnectivity, queue: queue, pausing: true)
+        let running = connect.request(Item(id: 1))
+        let waiting = connect.request(Item(id: 2))
+        network.goOffline()
+        let local = connect.request(Item(id: 3, host: "http://127.0.0.1:8080"))
+        // When
+        let listed = queue.waitingRequests.map(\.url.path)
+        gate.succeed(())
+        // Then: the list said what happened
+        XCTAssertNoThrow(try running.wait(timeout: 5))
+        XCTAssertNoThrow(try local.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/1", "/items/3"])
+        XCTAssertEqual(listed, ["/items/3", "/items/2"])
+        network.goOnline()
+        XCTAssertNoThrow(try waiting.wait(timeout: 5))
+    }
+
     /// A request waiting in the queue when the network goes fails at once under `.failFast`, as it would have had
     /// the network gone before it reached the queue; one whose options ask to wait keeps its place.
     func testAFailFastRequestWaitingInTheQueueFailsWhenTheNetworkGoes() throws {

@@ -14,7 +14,8 @@ import Foundation
     import Android
 #endif
 
-/// Caps how many requests of a client are in flight at once; the others wait their turn, first in, first out.
+/// Caps how many requests of a client are in flight at once; the others wait their turn, first in, first out
+/// (while a ``ConnectivityMiddleware`` holds it for the network, those that need none go first).
 ///
 /// Give one to a client; every request of that client then passes through it, just before the plugins and
 /// the transport (so a retried request queues again for each attempt, and a request answered by the cache
@@ -217,6 +218,11 @@ public final class RequestQueue: Sendable {
     }
 
     /// Whether the queue is paused: by ``pause()``, or by a ``ConnectivityMiddleware`` while offline.
+    ///
+    /// A request made while the network is gone waits in that middleware, before it reaches the queue: it is not
+    /// listed in ``waitingRequests`` nor counted in ``pendingCount``, and neither ``resume()`` nor
+    /// ``cancelPending()`` reaches it. It goes when the middleware's monitor reports the network back, or fails at
+    /// its deadline; its caller's `cancel()` and the client's ``Connect/cancelAllRequests()`` cancel it.
     public var isPaused: Bool {
         state.withLock { $0.isPaused || $0.isOffline }
     }
@@ -232,7 +238,8 @@ public final class RequestQueue: Sendable {
     /// Starts requests again: the waiting ones start in the order they arrived, up to the cap.
     ///
     /// It also lets go of every hold for the network (a ``ConnectivityMiddleware`` made with `pausing:`), even while
-    /// the network is still gone: the requests that waited for it go out then. To keep them, resume only once the network is back, or leave the pausing to the
+    /// the network is still gone: the requests that waited for it in the queue go out then (not those made since
+    /// the network went, which wait in the middleware: ``isPaused``). To keep them, resume only once the network is back, or leave the pausing to the
     /// middleware. Requests start on the calling thread, before this method returns.
     public func resume() {
         state.withLock { state in
@@ -568,7 +575,19 @@ extension RequestQueue {
     /// ```
     public var waitingRequests: [WaitingRequest] {
         state.withLock { state in
-            state.order.elements.compactMap { id in
+            var ids = state.order.elements
+            if state.isOffline {
+                // While the network is gone, those that need none start first (in arrival order), then the others.
+                let (local, others) = ids.reduce(into: ([UInt64](), [UInt64]())) { groups, id in
+                    if state.pending[id].map({ state.needsNoNetwork($0) }) == true {
+                        groups.0.append(id)
+                    } else {
+                        groups.1.append(id)
+                    }
+                }
+                ids = local + others
+            }
+            return ids.compactMap { id in
                 state.pending[id].map { waiting in
                     WaitingRequest(
                         id: id, method: waiting.request.method, url: waiting.request.url,
