@@ -368,9 +368,10 @@ struct MiddlewareChain: Sendable {
             }
             return sent.flatMap { response in
                 if let idle = streaming.idleTimeout { response.bodyStream?.startIdleTimeout(idle) }
+                let whole = context.options.acceptsEveryStatus == true
                 return Self.readingErrorBody(
-                    of: response, upTo: streaming.errorBodyLimit,
-                    whole: context.options.acceptsEveryStatus == true)
+                    of: response, upTo: streaming.errorBodyLimit, whole: whole,
+                    within: whole ? nil : min(streaming.idleTimeout ?? Self.errorExcerptTime, Self.errorExcerptTime))
             }
         }
         if let stage = passing[index] {
@@ -382,6 +383,9 @@ struct MiddlewareChain: Sendable {
         let next: Middleware.Next = { request in self.send(consume request, context: context, from: index + 1) }
         return middlewares[index].intercept(consume request, context: context, next: next)
     }
+
+    /// The longest an error body's excerpt is read on a streamed call (less with a shorter idle timeout).
+    static let errorExcerptTime: TimeInterval = 10
 
     /// Holds the wait for a streamed response's head to the stream's idle timeout (``StreamingOptions/idleTimeout``),
     /// from now, as the transport gets `request`: when no head came within `seconds`, `sent` is cancelled, which stops
@@ -460,13 +464,24 @@ struct MiddlewareChain: Sendable {
     /// With `whole` (the call accepts every status, ``RequestOptions/acceptsEveryStatus``), the body is the
     /// caller's answer, not an excerpt: one longer than `limit` fails with ``ConnectError/Kind/responseTooLarge``,
     /// and one that breaks fails with its error, instead of being cut short.
-    static func readingErrorBody(of response: ConnectResponse, upTo limit: Int, whole: Bool = false)
-        -> Future<ConnectResponse>
-    {
+    ///
+    /// An excerpt is read for `seconds` at most: a body that trickles under the limit (a proxy's `: ping` every few
+    /// seconds) resets the idle timeout with each piece, and would hold the call for as long as it keeps coming. The
+    /// excerpt is then what came.
+    static func readingErrorBody(
+        of response: ConnectResponse, upTo limit: Int, whole: Bool = false, within seconds: TimeInterval? = nil
+    ) -> Future<ConnectResponse> {
         guard let stream = response.bodyStream else { return Future(value: response) }
         guard !response.isSuccess else { return Future(value: response) }
         let promise = Promise<ConnectResponse>()
+        let timeUp = Protected(false)
+        let excerptDeadline = seconds.flatMap { TransportDeadline(seconds: $0) }
+        excerptDeadline?.start {
+            timeUp.withLock { $0 = true }
+            stream.cancel()
+        }
         let reading = Task {
+            defer { excerptDeadline?.cancel() }
             var body = Data()
             // Why the excerpt is not the whole body, for an error handler that accepts the status (``Exchange``).
             var cut: (any Error)?
@@ -494,6 +509,7 @@ struct MiddlewareChain: Sendable {
                 cut = error
             }
             stream.cancel()
+            if let seconds, timeUp.withLock({ $0 }) { cut = ConnectError.timedOut(after: seconds) }
             var answer = response
             answer.bodyStream = nil
             answer.bodyCut = cut

@@ -50,7 +50,9 @@ public struct StreamingOptions: Sendable, Hashable {
     /// that may run for hours.
     public var idleTimeout: TimeInterval?
     /// The most bytes of an error response's body read (for the error handler) before the stream is closed.
-    /// Defaults to 64 KiB. A negative value counts as 0, whether given to the initializer or set here.
+    /// Defaults to 64 KiB. A negative value counts as 0, whether given to the initializer or set here. The body is read
+    /// for ten seconds at most, or for ``idleTimeout`` if that is shorter: one that trickles under the limit gives
+    /// what came by then.
     public var errorBodyLimit: Int {
         // Clamped on every write, not only in `init`: a negative limit stopped the process when it cut the body.
         didSet { if errorBodyLimit < 0 { errorBodyLimit = 0 } }

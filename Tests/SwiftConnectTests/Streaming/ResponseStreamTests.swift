@@ -77,6 +77,29 @@ final class ResponseStreamTests: XCTestCase {
         }
     }
 
+    /// An error body that trickles (a proxy's `: ping` every few seconds, a byte at a time) under the limit was read
+    /// for as long as it kept coming, each piece resetting the idle timeout: the call waited for hours. Its excerpt is
+    /// read for one idle period at most (ten seconds without an idle timeout), then the call fails with what came.
+    func testATricklingErrorBodyIsReadForOneIdlePeriodAtMost() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/feed",
+            with: .stream(status: 503) { body in
+                guard await body.send(Data("overloaded".utf8)) else { return }
+                while await body.send(Data(": ping\n".utf8)) { try? await Task.sleep(nanoseconds: 20_000_000) }
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil)
+            .stream(Feed(), streaming: StreamingOptions(idleTimeout: 0.5))
+
+        do {
+            _ = try await collect(stream)
+            XCTFail("a 503 must fail the stream")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .httpStatus, "\(error)")
+            XCTAssertEqual(error.body.map { String(decoding: $0.prefix(10), as: UTF8.self) }, "overloaded")
+        }
+    }
+
     func testTheErrorBodyIsReadOnlyUpToItsLimit() async throws {
         let transport = FakeTransport()
         let read = Guarded(0)
