@@ -42,8 +42,10 @@ public struct StreamingOptions: Sendable, Hashable {
     /// The clock starts when the request is handed to the transport, not when the response's head arrives: a server
     /// that accepts the request and sends no head within this time fails the call with ``ConnectError/Kind/timedOut``
     /// too, its message saying that no response head came, and its exchange is stopped. Sending the request, its body
-    /// included, counts as that wait: a streamed call that uploads a large body needs a limit above the upload's
-    /// time. The retry policy may send it again, as any timeout.
+    /// included, counts as that wait, and so do the redirects the transport follows before the final head (one
+    /// wait for the whole chain, where ``RequestOptions/idleTimeout`` starts afresh with each hop): a streamed call
+    /// that uploads a large body, or goes through slow redirects, needs a limit above their time. The retry policy
+    /// may send it again, as any timeout.
     ///
     /// `nil` (the default) for none, and so is a value that is not a positive finite number (zero, negative, NaN,
     /// infinity). The connector's `timeout` still bounds the whole stream unless it is `.infinity`, as suits a stream
