@@ -219,7 +219,9 @@ extension ResponseStream {
     ///
     /// Follows ``Future/observe(on:_:)``'s thread rule: each callback runs on `queue`, or with `nil` on the thread
     /// that read the chunk. Callbacks run one at a time, in order; the next chunk is read only once `chunk` has
-    /// returned for the previous one, so a slow callback slows the transfer rather than filling memory.
+    /// returned for the previous one, so a slow callback slows the transfer rather than filling memory on an engine
+    /// that can pause it (AsyncHTTPClient); URLSession's cannot, and the stream fails with
+    /// ``ConnectError/Kind/responseTooLarge`` once ``StreamingOptions/bufferLimit`` bytes wait unread.
     ///
     /// ```swift
     /// stream.observe(on: .main, chunk: { data in progressView.append(data) }) { result in

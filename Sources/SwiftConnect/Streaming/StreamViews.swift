@@ -27,7 +27,8 @@ import Foundation
 /// ```
 ///
 /// The iterator reads the next chunk only when the lines of the last one have all been taken: a slow consumer
-/// slows the reading (back-pressure). A line longer than `maximumLineLength` bytes fails the iteration with a
+/// slows the reading (back-pressure, on an engine that can pause the transfer; see
+/// ``StreamingOptions/bufferLimit``). A line longer than `maximumLineLength` bytes fails the iteration with a
 /// ``ConnectError`` of kind ``ConnectError/Kind/responseTooLarge``, so that a server that never ends its line
 /// cannot fill the memory; an error of the base sequence comes as it is. Once the task that iterates is cancelled,
 /// or the ``ResponseStream`` it reads is (``ResponseStream/cancel()``, ``Connect/cancelAllRequests()``), the next
