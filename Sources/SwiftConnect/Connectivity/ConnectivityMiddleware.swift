@@ -54,7 +54,10 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 /// `.returnCacheDataDontLoad`) is never held nor failed: the client's ``ResponseCache`` answers it offline, or fails it
 /// with nothing sent. Offline, neither is one the client's cache would answer as it is, without the network: a fresh
 /// stored response, or a stale one the request accepts (`max-stale`, `.returnCacheDataElseLoad`), in memory or in the
-/// cache's storage.
+/// cache's storage. The cache is asked about the request as it stands here, before the middlewares after this one:
+/// a response stored for the credentials an ``AuthenticationMiddleware`` adds later (the cache keeps those apart), or
+/// varying on a header a later middleware sets, is not found, and the request waits (or fails fast) as any other.
+/// Streamed calls bypass the cache, and wait too.
 public struct ConnectivityMiddleware: Middleware {
     /// The monitor it follows.
     var monitor: any ConnectivityMonitor { gate.monitor }

@@ -64,6 +64,29 @@ final class ConnectivityMiddlewareTests: XCTestCase {
     /// stored response, and a stale one the request accepts (`max-stale`, `.returnCacheDataElseLoad`), in memory or in
     /// the cache's storage, under either policy, as `ResponseCache`'s documentation says. One the cache would send on
     /// (nothing stored, stale and not accepted) is still held, or failed at once.
+    /// A streamed call goes past the cache, to the network: offline, it was let through because a response the cache
+    /// stored for its URL was fresh, and failed at the transport instead of waiting for the network.
+    func testAStreamedCallWaitsOfflineWhateverTheCacheHolds() async throws {
+        network.goOnline()
+        let transport = FakeTransport(fallback: .json(["ok": true]))
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        let connect = Connect(
+            transport: transport, middlewares: [ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity)],
+            retryPolicy: nil, responseCache: ResponseCache(defaultRule: CacheRule(timeToLive: 300)))
+        _ = try connect.request(Item(id: 1), options: rule).wait(timeout: 5)
+        network.goOffline()
+        defer { network.goOnline() }
+
+        let stream = connect.stream(Item(id: 1, timeout: 0.5))
+        do {
+            _ = try await stream.response
+            XCTFail("a streamed call must wait for the network")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .timedOut, "\(error)")
+        }
+        XCTAssertEqual(transport.requests.count, 1, "nothing sent offline")
+    }
+
     func testARequestTheCacheAnswersAsItIsGoesOnOffline() throws {
         for policy in [ConnectivityPolicy.failFast, .waitForConnectivity] {
             for onDisk in [false, true] {

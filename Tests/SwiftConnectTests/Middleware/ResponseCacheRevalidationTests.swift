@@ -304,6 +304,40 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
     }
 
+    /// A revalidation the transport followed to another resource (`/a` now redirects to `/b`), where a 304 names the
+    /// same `ETag` (a version number, `"0"`, as many servers write it), validates nothing of `/a`: it served `/a`'s
+    /// old body as the answer and stored it fresh again. The request is sent again without conditions.
+    func testA304FromAnotherResourceARedirectLedToValidatesNothing() throws {
+        let redirected = Guarded(false)
+        let other = URL(string: "https://api.example.com/b")!
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let conditional = request.value(forHTTPHeaderField: "If-None-Match") != nil
+                guard redirected.withLock({ $0 }) else {
+                    let response = ConnectResponse(
+                        request: request, statusCode: 200, headers: ["ETag": "\"0\""], data: Data("a".utf8))
+                    return .success(response!)
+                }
+                // Followed from /a: the answer is /b's.
+                let answer = ConnectResponse(
+                    request: request, statusCode: conditional ? 304 : 200, headers: ["ETag": "\"0\""],
+                    data: Data(conditional ? "".utf8 : "b".utf8), url: other)
+                return .success(answer!)
+            })
+        let clock = ManualClock()
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "a")
+        redirected.withLock { $0 = true }
+        clock.advance(61)
+
+        let answer = try get(connect)
+
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "b")
+        let sent = transport.requests.map { $0.value(forHTTPHeaderField: "If-None-Match") }
+        XCTAssertEqual(sent, [nil, "\"0\"", nil], "the first request, the revalidation, the same without conditions")
+    }
+
     /// A server error during revalidation fails the call as before (the stale response is not served in its place)
     /// and leaves the stored response, which a later 304 still serves.
     func testAServerErrorDuringRevalidationFailsAndKeepsTheStoredResponse() throws {

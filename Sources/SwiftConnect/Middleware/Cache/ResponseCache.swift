@@ -728,14 +728,16 @@ public final class ResponseCache: Sendable {
     /// How the cache reads what it holds for `request` (``respond(to:context:next:)``), or `nil` when the request is
     /// not the cache's: it passes on as it is.
     private func reading(_ request: borrowing ConnectRequest, context: RequestContext) -> Reading? {
-        // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
+        // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store. A
+        // streamed call's goes to its reader, past the cache (``ResponseCacheStage``): so does its request here, where
+        // the connectivity stage asks whether the cache would answer it.
         // The default rule and the client-wide one are for reads: under them, a DELETE or a POST is sent, not served
         // as a read of its key. Only a rule given for the request (its connector's, its call's or its method's) makes
         // a write a read.
         let isEveryRequestsRule = context.options.cache == nil || context.cacheRuleIsClientWide
         guard let given = context.options.cache ?? defaultRule, given.timeToLive > 0,
             Self.isCacheable(request, rule: given, readsOnly: isEveryRequestsRule),
-            context.transfer.destination == nil, context.transfer.bodyFile == nil
+            context.transfer.destination == nil, context.transfer.bodyFile == nil, context.transfer.streaming == nil
         else { return nil }
         // A custom key names one response: as every GET's key, it would answer `/b` with `/a`'s body.
         let rule = isEveryRequestsRule ? given.withoutKey : given
@@ -1228,7 +1230,7 @@ public final class ResponseCache: Sendable {
 
     /// Sends `conditional` through `next`; a 304 answer is served as the `stale` response it validated, with its
     /// headers updated (`updated(_:with:request:)`). A 304 that validates another response (its `ETag` or
-    /// `Last-Modified` is not the stored one's), or one that comes after the app removed the stored response
+    /// `Last-Modified` is not the stored one's, or a redirect the transport followed led to another resource), or one that comes after the app removed the stored response
     /// (`isRemoved`: ``removeAll()``, ``removeResponse(forKey:)``, which must serve nothing stored before them), sends
     /// `request` again, without conditions: its caller did not ask for a 304. Any other answer or failure is the
     /// call's, as it is.
@@ -1277,6 +1279,7 @@ public final class ResponseCache: Sendable {
     private static func updated(
         _ stored: ConnectResponse, with answer: ConnectResponse, request: ConnectRequest
     ) -> ConnectResponse? {
+        guard !answersAnotherResource(answer, than: request) else { return nil }
         let trimmed = { (value: String?) in value.map { String(ResponseFreshness.trimmed(Substring($0))) } }
         if let etag = trimmed(answer.header("ETag")) {
             guard let storedETag = trimmed(stored.header("ETag")), isSameETag(storedETag, etag) else { return nil }
@@ -1562,6 +1565,7 @@ public final class ResponseCache: Sendable {
     /// one's; without either, the request's own condition named the stored response alone: an `If-None-Match` of its
     /// one `ETag`, or, without `If-None-Match`, an `If-Modified-Since` of its `Last-Modified`.
     static func validates(_ answer: ConnectResponse, stored: ConnectResponse, for request: ConnectRequest) -> Bool {
+        guard !answersAnotherResource(answer, than: request) else { return false }
         let trimmed = { (value: String?) in value.map { String(ResponseFreshness.trimmed(Substring($0))) } }
         let storedETag = trimmed(stored.header("ETag"))
         let storedLastModified = trimmed(stored.header("Last-Modified"))
@@ -1659,6 +1663,15 @@ public final class ResponseCache: Sendable {
             resources.append(answered)
         }
         return resources
+    }
+
+    /// Whether `answer` came from another resource than the one `request` asks for: the transport followed a redirect
+    /// (`/a` now answers `301` to `/b`). A 304 from there validates nothing stored for `request`, whatever validator
+    /// it names (a version number, `"0"`, can be any resource's).
+    private static func answersAnotherResource(_ answer: ConnectResponse, than request: ConnectRequest) -> Bool {
+        guard let answered = answer.storedHead.url.flatMap(resource(of:)), let asked = resource(of: request.url)
+        else { return false }
+        return answered != asked
     }
 
     /// `scheme://host:port` of `url`, in lower case and with the scheme's default port written out, its host as the
