@@ -419,6 +419,13 @@ enum RecordingRedaction {
             // Each event's JSON data as a JSON answer (a device login's token pushed once approved).
             return hidingValues(in: hidingQuotedURLSecrets(in: Data(redactedEventStream(text).utf8)), secrets: secrets)
         }
+        if let (complete, tail) = cutJSONLines(data) {
+            // A JSON Lines stream that broke mid-line: its complete lines as JSON lines, and what came of the cut one
+            // with the values under a secret key it reached hidden (read token by token: it does not parse).
+            let lines = redactedJSONLines(complete) ?? hidingQuotedURLSecrets(in: complete)
+            let cut = hidingValues(in: tail, secrets: SecretValues(values: secretStringsScanned(in: tail)))
+            return hidingValues(in: lines + cut, secrets: secrets)
+        }
         if isUnreadableJSON(data, contentType: contentType) { return Data(unreadableJSONBody.utf8) }
         if isXML(data, contentType: contentType) {
             return hidingValues(inXML: hidingQuotedURLSecrets(in: redactedXML(data) ?? data), secrets: secrets)
@@ -674,6 +681,20 @@ enum RecordingRedaction {
             values.append(json)
         }
         return values.isEmpty ? nil : values
+    }
+
+    /// A body of JSON lines whose last line was cut (a stream that broke mid-line): its complete lines, each JSON or
+    /// blank, and the cut line's bytes, which do not parse; `nil` for any other body.
+    static func cutJSONLines(_ data: Data) -> (complete: Data, tail: Data)? {
+        guard let lastLineEnd = data.lastIndex(of: 0x0A), lastLineEnd < data.index(before: data.endIndex) else {
+            return nil
+        }
+        let complete = data[...lastLineEnd]
+        let tail = data[data.index(after: lastLineEnd)...]
+        guard tail.contains(where: { !jsonWhitespace.contains($0) }), parsedJSON(Data(tail)) == nil,
+            !JSONDepth.exceeds(Data(complete), limit: Redaction.maximumJSONDepth), jsonLines(Data(complete)) != nil
+        else { return nil }
+        return (Data(complete), Data(tail))
     }
 
     /// JSON lines with the values of secret keys replaced line by line (a line without one kept byte for byte);

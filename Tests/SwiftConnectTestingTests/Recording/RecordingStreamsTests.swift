@@ -177,6 +177,40 @@ final class RecordingStreamsTests: XCTestCase {
         XCTAssertEqual(replayedError?.kind, .connectionLost, "\(String(describing: replayedError))")
     }
 
+    /// A JSON Lines stream that broke mid-line was recorded whole as `<redacted: unreadable JSON body>` (its last line
+    /// does not parse), and replayed that placeholder as its first line. Its complete lines are kept, redacted as
+    /// ever, and the cut line's secrets hidden: the replay hands over the same values, then the same error.
+    func testAJSONLinesStreamThatBrokeMidLineReplaysItsLinesThenTheSameError() async throws {
+        // Given: two lines, then a third cut in a token, then the connection closes
+        let lines = #"{"n":1}"# + "\n" + #"{"n":2}"# + "\n" + #"{"n":3,"access_token":"tok-CUT-918273"#
+        let raw =
+            "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + "80\r\n" + lines
+        server.route("GET", "/events") { _ in .status(200).withFault(.raw(Data(raw.utf8))) }
+        struct Line: Decodable, Sendable { let n: Int }
+        let read = { (connect: Connect) async -> ([Int], ConnectError?) in
+            var values: [Int] = []
+            do {
+                for try await line in self.events(connect).jsonLines(of: Line.self) { values.append(line.n) }
+                return (values, nil)
+            } catch {
+                return (values, error as? ConnectError)
+            }
+        }
+        let recorder = transport(.record)
+        let (live, liveError) = await read(Connect(transport: recorder, retryPolicy: nil))
+        server.stop()
+        // When
+        let (replayed, replayedError) = await read(Connect(transport: transport(.replay), retryPolicy: nil))
+        // Then
+        XCTAssertEqual(live, [1, 2])
+        XCTAssertEqual(liveError?.kind, .connectionLost, "\(String(describing: liveError))")
+        XCTAssertEqual(replayed, live)
+        XCTAssertEqual(replayedError?.kind, .connectionLost, "\(String(describing: replayedError))")
+        let file = try String(contentsOf: folder.appendingPathComponent("streams.har"), encoding: .utf8)
+        XCTAssertFalse(file.contains("tok-CUT-918273"), file)
+    }
+
     func testAOneShotRequestBodyIsRecordedAndMatchedByItsBytes() throws {
         // Given: a body made by an async sequence, recorded
         server.route("POST", "/ingest") { request in .text("got \(request.body.count) bytes") }
