@@ -422,7 +422,9 @@ final class ConnectObserverTests: XCTestCase {
 
         // An attempt that failed before anything was sent (no connection, no name, no TLS) sent no body: its size
         // is not told, which metrics recorded as the whole body for each attempt. One lost on the way may have.
-        for (code, told) in [(URLError.Code.cannotConnectToHost, "-"), (.cannotFindHost, "-"), (.networkConnectionLost, "3")] {
+        for (code, told) in [
+            (URLError.Code.cannotConnectToHost, "-"), (.cannotFindHost, "-"), (.networkConnectionLost, "3"),
+        ] {
             let failing = Connect(
                 transport: FakeTransport.answering(.failure(URLError(code))), retryPolicy: nil,
                 settings: Connect.Settings(observers: [observer]))

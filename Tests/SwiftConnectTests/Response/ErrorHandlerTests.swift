@@ -493,7 +493,8 @@ final class ErrorHandlerTests: XCTestCase {
                 let squeezed = shown.unicodeScalars.filter { $0 != " " && $0 != "\0" }.map(String.init).joined()
                 XCTAssertFalse(squeezed.contains(secret), "\(type): \(shown)")
             }
-            XCTAssertTrue(error.debugDescription.contains("token <redacted> expired"), "\(type): \(error.debugDescription)")
+            XCTAssertTrue(
+                error.debugDescription.contains("token <redacted> expired"), "\(type): \(error.debugDescription)")
         }
     }
 
