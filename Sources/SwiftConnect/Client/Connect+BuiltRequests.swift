@@ -77,6 +77,13 @@ extension Connect {
         transfer.streamedBodies = bodies
         transfer.maxRedirects = all.maxRedirects
         transfer.idleTimeout = TransferOptions.usableIdleTimeout(all.idleTimeout)
+        // A configuration that cannot name a server fails every request, a built one too.
+        if case .failure(let error)? = serverBaseURL {
+            var refused = error as? ConnectError ?? ConnectError(.invalidRequest, message: "\(error)")
+            refused.storedRequest = .sent(request)
+            return Exchange(
+                sent: Future(error: redactsSecrets ? refused : ConnectError.showingSecrets(refused)), check: nil)
+        }
         let isForServer = self.isForServer(request.url)
         // The request's own fields win over every default; the call's options' headers win over the request's.
         let defaults =

@@ -470,7 +470,9 @@ extension Connect {
         } else {
             base = try port.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
             if configuration != nil {
-                let serverURL = try? serverBaseURL?.get()
+                // A configuration that cannot name a server fails every request, as documented: one with a full URL
+                // to it would otherwise go without the server's defaults and its signing, and say nothing.
+                let serverURL = try serverBaseURL?.get()
                 isForServer = serverURL.map { base.hasSameOrigin(as: $0) } ?? false
                 if !isForServer { serverHeaders = [] }
             }

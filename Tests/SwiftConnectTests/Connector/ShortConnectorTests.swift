@@ -130,6 +130,17 @@ final class ShortConnectorTests: XCTestCase {
             XCTAssertFalse(error?.message.contains("pw") ?? true, "the password is not shown")
             XCTAssertTrue(transport.requests.isEmpty, url)
             XCTAssertNil(ServerConfiguration(baseURL: baseURL).baseURL, url)
+
+            // A connector with a full URL, and a built request (the OpenAPI bridge's), fail alike: they went out
+            // without the server's default headers and unsigned, where the doc promises every request fails.
+            let full = URL(string: "https://api.test/todos")!
+            let viaConnector = connectError(of: client.request(Route(url: full)))
+            XCTAssertEqual(viaConnector?.kind, .invalidRequest, url)
+            XCTAssertTrue(viaConnector?.message.contains(reason) ?? false, "\(url): \(viaConnector?.message ?? "-")")
+            let built = connectError(of: client.response(for: ConnectRequest(method: .get, url: full)))
+            XCTAssertEqual(built?.kind, .invalidRequest, url)
+            XCTAssertTrue(built?.message.contains(reason) ?? false, "\(url): \(built?.message ?? "-")")
+            XCTAssertTrue(transport.requests.isEmpty, url)
         }
     }
 
