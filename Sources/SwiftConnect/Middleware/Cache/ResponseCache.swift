@@ -783,15 +783,27 @@ public final class ResponseCache: Sendable {
         {
             return true
         }
-        guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
-            stored.body.count <= reading.limit,
-            stored.varying.allSatisfy({ Self.sameVaryValue($0.value, request.value(forHTTPHeaderField: $0.name)) }),
+        guard
+            let (stored, freshness) = fittingStoredResponse(
+                forKey: key, request: request, method: method, limit: reading.limit, now: now),
             reading.servesRedirected || Self.resources(asked: request.url, answered: stored.url).count == 1
         else { return false }
+        return reading.accepts(freshness, now: now)
+    }
+
+    /// The response ``storage`` keeps under `key` when it fits `request`: of its `method`, at most `limit` bytes, and
+    /// with the request's values of the fields it varies on; with its freshness as of `now`.
+    private func fittingStoredResponse(
+        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, now: Date
+    ) -> (StoredResponse, StoredFreshness)? {
+        guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
+            stored.body.count <= limit,
+            stored.varying.allSatisfy({ Self.sameVaryValue($0.value, request.value(forHTTPHeaderField: $0.name)) })
+        else { return nil }
         let freshness = StoredFreshness(
             expiry: stored.expiry, generated: ResponseFreshness.generated(stored, now: now),
             mustRevalidate: ResponseFreshness.mustRevalidate(stored.headers))
-        return reading.accepts(freshness, now: now)
+        return (stored, freshness)
     }
 
     /// Serves a fresh stored response, or sends the request through `next` and stores its response.
@@ -1078,12 +1090,9 @@ public final class ResponseCache: Sendable {
         accepts: (StoredFreshness) -> Bool,
         generation: UInt64, fetch: UInt64, seen: UInt64?, insertions: UInt64
     ) -> StorageRead? {
-        guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
-            case let freshness = StoredFreshness(
-                expiry: stored.expiry, generated: ResponseFreshness.generated(stored, now: now()),
-                mustRevalidate: ResponseFreshness.mustRevalidate(stored.headers)),
-            stored.body.count <= limit,
-            stored.varying.allSatisfy({ Self.sameVaryValue($0.value, request.value(forHTTPHeaderField: $0.name)) })
+        guard
+            let (stored, freshness) = fittingStoredResponse(
+                forKey: key, request: request, method: method, limit: limit, now: now())
         else { return nil }
         var fields = HeaderFields()
         for header in stored.headers {
