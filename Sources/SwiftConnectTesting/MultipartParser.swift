@@ -79,7 +79,7 @@ public struct MultipartParser: Sendable {
     /// - Parameters:
     ///   - contentType: The request's `Content-Type`, for example `multipart/form-data; boundary="x y"`.
     ///   - retainedPartLimit: Parts of at most this many bytes keep their bytes (text fields, typically); larger
-    ///     ones only their digest. 16 KiB by default; 0 keeps none.
+    ///     ones only their digest. 16 KiB by default; 0 keeps only the (empty) bytes of empty parts.
     /// - Throws: ``Error/notMultipart(contentType:)`` or ``Error/missingBoundary``.
     public init(contentType: String, retainingPartsUpTo retainedPartLimit: Int = 16 * 1024) throws(Error) {
         boundary = try MultipartParser.boundary(in: contentType)
