@@ -73,6 +73,11 @@ import NIOSSL
 /// let transport = AsyncHTTPClientTransport(configuration: configuration)
 /// ```
 ///
+/// That limit is HTTP/1's. Over HTTP/2, which the default configuration negotiates with an https server that offers
+/// it, the streams share one connection and the server's limit on concurrent streams holds (nginx: 128): past it a
+/// stream waits for one to end, for ever under `timeout: .infinity`. For many long-lived streams to such a server,
+/// also set `configuration.httpVersion = .http1Only`.
+///
 /// Each connection is also a file descriptor: 1,000 streams need a limit on open files (`ulimit -n`, 1,024 by
 /// default on many systems) of at least 1,000 plus what the process opens otherwise. BENCHMARKS.md (`Scale/`) states
 /// the memory an open stream costs.

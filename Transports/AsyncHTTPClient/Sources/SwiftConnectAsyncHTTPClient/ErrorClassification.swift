@@ -36,6 +36,11 @@ enum ErrorClassification {
         case .cancelled:
             return ConnectError(.cancelled, message: message, underlyingError: error)
         case .timedOut:
+            // The request's deadline says so; an engine timer that fired before it (connecting, the TLS handshake, a
+            // read) keeps its own words, which the core keeps too (it rewrites only a timeout at its deadline).
+            guard case .deadlineExceeded? = error as? HTTPClientError else {
+                return ConnectError(.timedOut, message: message, underlyingError: error)
+            }
             let seconds = timeout.map { " of \($0) s" } ?? ""
             return ConnectError(
                 .timedOut, message: "no complete response within the timeout\(seconds)", underlyingError: error)
@@ -187,9 +192,13 @@ enum ErrorClassification {
     private static func classify(_ error: HTTPClientError) -> (ConnectError.Kind, String) {
         switch error {
         case .cancelled: return (.cancelled, "the request was cancelled")
-        case .deadlineExceeded, .readTimeout, .writeTimeout, .connectTimeout, .tlsHandshakeTimeout,
-            .getConnectionFromPoolTimeout, .socksHandshakeTimeout, .httpProxyHandshakeTimeout:
-            return (.timedOut, "the request timed out (\(error))")
+        case .connectTimeout: return (.timedOut, "connecting timed out")
+        case .tlsHandshakeTimeout: return (.timedOut, "the TLS handshake timed out")
+        case .readTimeout: return (.timedOut, "no byte of the response came within the read timeout")
+        case .writeTimeout: return (.timedOut, "sending the request timed out")
+        case .getConnectionFromPoolTimeout: return (.timedOut, "no connection to the host was free in time")
+        case .socksHandshakeTimeout, .httpProxyHandshakeTimeout: return (.timedOut, "the proxy's handshake timed out")
+        case .deadlineExceeded: return (.timedOut, "the request timed out (\(error))")
         case .remoteConnectionClosed:
             return (.connectionLost, "the connection closed before the response was complete")
         case .uncleanShutdown:

@@ -141,6 +141,20 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
         try await transport.shutdown()
         XCTAssertEqual(outcomes, ["200 0 bytes", "204 0 bytes", "304 0 bytes", "200 0 bytes"])
+
+        // A body of which coded bytes came, cut before any decoded: a failure, not an empty answer. (SwiftNIO hands
+        // the delegate no part for coded bytes that decode to nothing, so an empty chunked or close-delimited body
+        // labelled gzip, which it cannot tell from this one, fails too: RELIABILITY.md.)
+        let cutHead = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+        let cut =
+            Data(cutHead.utf8) + Data("5\r\n".utf8) + Data([0x1F, 0x8B, 0x08, 0x00, 0x00]) + Data("\r\n0\r\n\r\n".utf8)
+        server.route("GET", "/labelled-cut") { _ in LocalServer.Response().withFault(.raw(cut)) }
+        let cutTransport = AsyncHTTPClientTransport(configuration: decompressing)
+        do {
+            let response = try await cutTransport.send(request("/labelled-cut")).value
+            XCTFail("a cut coded body must fail: \(response.statusCode) \(response.data.count) bytes")
+        } catch {}
+        try await cutTransport.shutdown()
     }
 
     /// With AsyncHTTPClient's decompression on, the transport announces gzip and deflate as decoded, but SwiftNIO's

@@ -68,6 +68,25 @@ final class ErrorClassificationTests: XCTestCase {
     /// URLSession reports it (`cannotFindHost`), not a failure to connect: no address was ever tried. SwiftNIO then
     /// reports a `NIOConnectionError` with no DNS error and no connection error; made here by SwiftNIO itself, with
     /// a resolver that answers so.
+    /// An engine timer that fires before the request's deadline (connecting to a host that drops SYNs, the TLS
+    /// handshake, a read) says which: every timeout read "no complete response within the timeout", as if the request's
+    /// deadline had passed. The deadline's own keeps that wording.
+    func testAnEnginesTimeoutSaysWhichTimerFired() {
+        let cases: [(any Error, String)] = [
+            (HTTPClientError.connectTimeout, "connecting timed out"),
+            (ChannelError.connectTimeout(.seconds(10)), "connecting timed out"),
+            (HTTPClientError.tlsHandshakeTimeout, "TLS handshake timed out"),
+            (HTTPClientError.readTimeout, "read timeout"),
+            (HTTPClientError.getConnectionFromPoolTimeout, "no connection to the host was free"),
+            (HTTPClientError.deadlineExceeded, "no complete response within the timeout of 60.0 s"),
+        ]
+        for (error, words) in cases {
+            let failure = ErrorClassification.connectError(error, timeout: 60)
+            XCTAssertEqual(failure.kind, .timedOut, "\(error)")
+            XCTAssertTrue(failure.message.contains(words), "\(error): \(failure.message)")
+        }
+    }
+
     func testANameWithNoAddressIsANameResolutionFailure() throws {
         struct NoAddress: Resolver, Sendable {
             let loop: any EventLoop
