@@ -169,8 +169,9 @@ public struct RequestContext: Sendable {
     /// stage that would wait to have the request replayed (a token refresh) does not. `nil` outside the loop.
     var callBodyStream: ConnectRequest.OneShotStream?
     /// Where a middleware asks the client to send the request again after this attempt (see ``RetryAdvice``).
-    /// The client's retry loop gives each attempt its own; a context made by hand has advice nobody reads until
-    /// it is given a `RetryAdvice()`.
+    /// The client's retry loop gives each attempt its own; a context made by hand has advice nobody reads, so a
+    /// middleware's request for another attempt is tested through a client (its transport a fake) rather than
+    /// alone.
     public var retryAdvice = RetryAdvice(unread: ())
 
     /// Creates a context.

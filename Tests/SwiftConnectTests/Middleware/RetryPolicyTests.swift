@@ -398,6 +398,28 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(clock.delays, [0.5, 1.0])
     }
 
+    /// Repeated `Retry-After` fields (the app's and an edge proxy's), which engines join with `", "`: the joined value
+    /// is neither form, and the policy fell back to its backoff, retrying in half a second a server that asked for an
+    /// hour. The longest wait asked for counts.
+    func testRepeatedRetryAfterFieldsCountAsTheLongestWait() {
+        // The clock's now is 2024-01-01 00:00:00 GMT: the date asks for 25 seconds (within the call's 60 with the 20).
+        let date = "Mon, 01 Jan 2024 00:00:25 GMT"
+        fake.stub(
+            .get, "/items",
+            with: [
+                .status(503, headers: ["Retry-After": "20, 20"]),
+                .status(503, headers: ["Retry-After": "\(date), 10"]),
+                Self.ok,
+            ])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(clock.delays, [20, 25])
+
+        // An hour, twice, is over `maxRetryAfter`: the answer comes back at once.
+        fake.stub(.get, "/hour", with: [.status(429, headers: ["Retry-After": "3600, 3600"]), Self.ok])
+        XCTAssertEqual(connectError(of: client().request(Endpoint(endpoint: "/hour")))?.statusCode, 429)
+        XCTAssertEqual(fake.requests(to: "/hour").count, 1)
+    }
+
     func testRetryAfterIgnoredWhenNotHonoured() {
         fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "30"]), Self.ok])
         XCTAssertNotNil(value(of: client(policy(honorsRetryAfter: false)).request(Endpoint())))

@@ -28,6 +28,33 @@ enum RetryAfter {
         return max(0, date.timeIntervalSince(sent ?? now))
     }
 
+    /// The wait `value` asks for, as ``delay(from:now:responseDate:)`` reads it, or, for the values of repeated
+    /// `Retry-After` fields joined with `", "` (as engines join them: an app's and an edge proxy's, `3600, 3600`), the
+    /// longest wait one of them asks for: retrying sooner than any of them asked only meets the limit again. An
+    /// HTTP-date holds a comma of its own (`Wed, 21 Oct 2026 07:28:00 GMT`): a piece that is no value is read with
+    /// the piece after it. `nil` when no part is a value.
+    static func longestDelay(from value: String, now: Date, responseDate: String? = nil) -> TimeInterval? {
+        if let wait = delay(from: value, now: now, responseDate: responseDate) { return wait }
+        let pieces = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+        guard pieces.count > 1 else { return nil }
+        var waits: [TimeInterval] = []
+        var index = 0
+        while index < pieces.count {
+            if let wait = delay(from: pieces[index], now: now, responseDate: responseDate) {
+                waits.append(wait)
+                index += 1
+            } else if index + 1 < pieces.count,
+                let wait = delay(from: pieces[index] + "," + pieces[index + 1], now: now, responseDate: responseDate)
+            {
+                waits.append(wait)
+                index += 2
+            } else {
+                index += 1
+            }
+        }
+        return waits.max()
+    }
+
     /// `delay-seconds` (`1*DIGIT`); very long numbers saturate.
     private static func seconds(in text: String) -> TimeInterval? {
         let digits = Substring(text)

@@ -93,7 +93,9 @@ public struct RetryPolicy: Sendable {
     ///
     /// Defaults to ``randomJitter``; ``noJitter`` (or any fixed choice) makes delays predictable in tests.
     public var jitter: @Sendable (ClosedRange<Double>) -> Double
-    /// The response statuses that are retried, unless the client's error handler accepts them.
+    /// The response statuses that are retried, unless the client's error handler accepts them. A 2xx is an answer
+    /// and never retried, listed or not (poll a `202 Accepted` with a call of its own, or a middleware that asks for
+    /// another attempt: ``RetryAdvice``).
     public var retryableStatusCodes: Set<Int>
     /// The kinds of failure that are retried (``defaultRetryableFailures`` by default). ``ConnectError/Kind/cancelled``
     /// is never retried, whatever this set holds, and neither is the ``ConnectError/Kind/timedOut`` of
@@ -306,7 +308,7 @@ extension RetryPolicy {
         case .success(let response):
             guard retryableStatusCodes.contains(response.statusCode) else { return nil }
             if honorsRetryAfter, let value = response.header("Retry-After"),
-                let wait = RetryAfter.delay(from: value, now: clock.now, responseDate: response.header("Date"))
+                let wait = RetryAfter.longestDelay(from: value, now: clock.now, responseDate: response.header("Date"))
             {
                 // Retrying sooner than the server asked only meets the same limit again: give the answer back now.
                 return wait <= max(0, maxRetryAfter) ? wait : nil
