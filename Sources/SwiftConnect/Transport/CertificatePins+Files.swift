@@ -71,9 +71,17 @@ extension CertificatePins {
         let bytes = [UInt8](data)
         if let text = String(bytes: bytes, encoding: .utf8), let range = text.range(of: "PRIVATE KEY-----") {
             // Whatever else the file holds: a private key has no business in an app, nor in a pin.
-            let label = text[..<range.upperBound].components(separatedBy: "-----BEGIN ").last ?? "PRIVATE KEY"
+            // Named by its BEGIN line's label only when that reads as one (`EC PRIVATE KEY`): a mangled BEGIN line
+            // would make the "label" run from an earlier block through the key's bytes, into the message.
+            let found = text[..<range.upperBound].components(separatedBy: "-----BEGIN ").last.map { $0.dropLast(5) }
+            let isLabel =
+                found.map {
+                    $0.count <= 40 && $0.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == " ") }
+                }
+                ?? false
+            let label = isLabel ? String(found ?? "PRIVATE KEY") : "PRIVATE KEY"
             throw pinSource(
-                "the file holds a private key (\(label.dropLast(5))): pin with the certificate or the public key, "
+                "the file holds a private key (\(label)): pin with the certificate or the public key, "
                     + "and never ship a private key in an app")
         }
         guard let blocks = PEMBlock.all(in: bytes) else {

@@ -72,6 +72,21 @@ final class CertificatePinsFilesTests: XCTestCase {
         }
     }
 
+    /// A key whose BEGIN line was lost or mangled (four dashes): the label was read from the last BEGIN line before the
+    /// first `PRIVATE KEY-----`, the END line's, and the message quoted everything between them, the key included.
+    func testAPrivateKeyWithAMangledBeginLineIsRefusedWithoutQuotingIt() {
+        for begin in ["", "----BEGIN PRIVATE KEY-----\n"] {
+            let text =
+                Self.pem("CERTIFICATE", Vectors.ecCertificate) + begin + "SECRETKEYBYTES\n-----END PRIVATE KEY-----\n"
+
+            XCTAssertThrowsError(try pins(text)) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)
+                XCTAssertFalse("\(error)".contains("SECRETKEYBYTES"), "\(error)")
+                XCTAssertTrue("\(error)".contains("private key (PRIVATE KEY)"), "\(error)")
+            }
+        }
+    }
+
     func testBytesWithoutACertificateOrKeyAreATypedError() {
         let cases: [Data] = [
             Data(), Data("hello".utf8), Vectors.ecCertificate.prefix(100),
