@@ -82,7 +82,15 @@ extension Future {
             // `receive(on:)` queue): the limit ended nothing, and its outcome stands as it is.
             guard !self.isCompleted else { return }
             let error = self.reported(.timedOut(after: seconds))
-            expired.withLock { $0 = error }
+            // The timer decides here, not when it started: an owner's cancellation that came while the error was
+            // worked out stands, even when the callback below is added after this handler ran (a limit already over,
+            // or a timer that fired before it was added).
+            let decided = expired.withLock { expired -> Bool in
+                guard !self.isCompleted else { return false }
+                expired = error
+                return true
+            }
+            guard decided else { return }
             // The work is stopped before anyone hears of the timeout, as `cancel()` does; a result that came first
             // (it may have arrived while the timer was firing) stands, as cancelling a complete future does nothing.
             self.cancel()

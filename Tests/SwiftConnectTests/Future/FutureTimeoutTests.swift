@@ -284,11 +284,14 @@ final class FutureTimeoutTests: XCTestCase {
     /// decided, just before its own `cancel()` reaches the source: `timedOut`, as when the owner's cancel comes after
     /// (it then does nothing). Either way the source is cancelled, its work stopped once. (Made deterministic by a
     /// value type that runs the owner's `cancel()` when the timer asks how to report its error, or its cancellation.)
+    /// The same whether the timer fires after the returned future started listening to the source or before: a
+    /// limit already over expires at once, before it listens, as a 1 ms timer may on a loaded machine.
     func testAnOwnersCancellationAsTheLimitPassesHasAConsistentOutcome() throws {
-        let interleavings: [(interrupted: FutureError, outcome: FutureError)] = [
-            (.timedOut(after: 0), .cancelled), (.cancelled, .timedOut(after: 0.001)),
+        let interleavings: [(limit: TimeInterval, interrupted: FutureError, outcome: FutureError)] = [
+            (0.001, .timedOut(after: 0), .cancelled), (0.001, .cancelled, .timedOut(after: 0.001)),
+            (0, .timedOut(after: 0), .cancelled), (0, .cancelled, .timedOut(after: 0)),
         ]
-        for (interruptedReport, expected) in interleavings {
+        for (limit, interruptedReport, expected) in interleavings {
             // Given
             let scheduler = DeadlineScheduler(handlerQueue: handlers)
             let promise = Promise<OwnerCancelsMidReport>()
@@ -297,10 +300,11 @@ final class FutureTimeoutTests: XCTestCase {
             let source = promise.future
             OwnerCancelsMidReport.interrupt(interruptedReport) { source.cancel() }
             // When
-            let limited = source.timeout(after: 0.001, on: nil, scheduler: scheduler)
+            let limited = source.timeout(after: limit, on: nil, scheduler: scheduler)
             // Then
             let error = try XCTUnwrap(limited.waitForResult(timeout: 10).failure as? FutureError)
-            XCTAssertEqual(error, expected, "the owner cancelled as the timer reported \(interruptedReport)")
+            XCTAssertEqual(
+                error, expected, "limit \(limit) s: the owner cancelled as the timer reported \(interruptedReport)")
             XCTAssertEqual(source.result?.failure as? FutureError, .cancelled)
             XCTAssertEqual(handlerRuns.value, 1)
             XCTAssertFalse(promise.succeed(OwnerCancelsMidReport()))
