@@ -237,8 +237,8 @@ public struct PartialDownload: Sendable, Hashable {
     /// download does (``ReplacementFile``).
     func place(at destination: URL, withPart: Bool, then rest: Data) throws {
         try ReplacementFile.write(to: destination) { handle in
-            if withPart { try copyBytes { try handle.write(contentsOf: $0) } }
-            try handle.write(contentsOf: rest)
+            if withPart { try copyBytes { try handle.writePortably($0) } }
+            try handle.writePortably(rest)
         }
         discard()
     }
@@ -249,7 +249,8 @@ public struct PartialDownload: Sendable, Hashable {
         defer { try? input.close() }
         var left = bytesReceived
         while left > 0 {
-            guard let piece = try input.read(upToCount: Int(min(left, 1 << 20))), !piece.isEmpty else {
+            let piece = try input.readPortably(upTo: Int(min(left, 1 << 20)))
+            guard !piece.isEmpty else {
                 throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: fileURL.path])
             }
             try write(piece)

@@ -1,7 +1,11 @@
 #if os(Linux)
     import Dispatch
     import Foundation
-    import Glibc
+    #if canImport(Glibc)
+        import Glibc
+    #elseif canImport(Musl)
+        import Musl
+    #endif
 
     /// A ``ConnectivityMonitor`` for Linux that listens to the kernel's routing socket (rtnetlink).
     ///

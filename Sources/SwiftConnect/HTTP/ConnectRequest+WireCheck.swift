@@ -230,6 +230,22 @@ enum RequestHost {
 /// The user name of a URL's user info, which every engine sends as `Authorization: Basic` (user name, colon,
 /// password, decoded).
 enum BasicUserinfo {
+    /// `url`'s user name and password, decoded (no password: empty), or `nil` when it names no user or its user info
+    /// decodes to no UTF-8 text: what every engine sends as `Authorization: Basic`.
+    static func credentials(of url: URL) -> (user: String, password: String)? {
+        let (escapedUser, escapedPassword) = escaped(of: url)
+        guard let user = escapedUser?.removingPercentEncoding else { return nil }
+        return (user, escapedPassword?.removingPercentEncoding ?? "")
+    }
+
+    /// `url`'s user name and password as written (escaped). Read through `URLComponents`, not
+    /// `URL.user(percentEncoded:)`, which needs macOS 13, iOS 16, tvOS 16 and watchOS 9, newer than the package's
+    /// oldest systems; decoded here with `removingPercentEncoding`, which reads escapes as UTF-8 on every platform.
+    private static func escaped(of url: URL) -> (user: String?, password: String?) {
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: true)
+        return (components?.percentEncodedUser, components?.percentEncodedPassword)
+    }
+
     /// Why `url`'s user info cannot be sent as Basic credentials, or `nil`: its user name, decoded, holds a colon (an
     /// escaped one, `%3A`: a plain one ends the user name). RFC 7617 forbids one in the user-id: the server splits the
     /// credentials at the first colon and would read another user, with the rest of the name as the password, as
@@ -241,16 +257,15 @@ enum BasicUserinfo {
     /// reads no decoded value then, and the engines would send other credentials than the URL's (`user:` with no
     /// password, no `Authorization` at all, or libcurl's raw bytes), for a `401` nobody could explain.
     static func problem(of url: URL) -> String? {
-        let escapedUser = url.user(percentEncoded: true)
-        let escapedPassword = url.password(percentEncoded: true)
-        if (escapedUser != nil && url.user(percentEncoded: false) == nil)
-            || (escapedPassword != nil && url.password(percentEncoded: false) == nil)
+        let (escapedUser, escapedPassword) = escaped(of: url)
+        if (escapedUser != nil && escapedUser?.removingPercentEncoding == nil)
+            || (escapedPassword != nil && escapedPassword?.removingPercentEncoding == nil)
         {
             return "the URL's user name or password holds escapes that decode to no UTF-8 text (such as %E4 for an "
                 + "ISO-8859-1 'ä'): write them as UTF-8 escapes (%C3%A4), which Basic credentials are sent in"
         }
-        guard let user = url.user(percentEncoded: false) else { return nil }
-        switch BasicCredentials.problem(username: user, password: url.password(percentEncoded: false) ?? "") {
+        guard let (user, password) = credentials(of: url) else { return nil }
+        switch BasicCredentials.problem(username: user, password: password) {
         case nil:
             return nil
         case .colonInUsername:

@@ -71,7 +71,7 @@ package enum ReplacementFile {
     ///   - destination: The file to write.
     /// - Throws: A `POSIXError` or the `FileHandle`'s error.
     package static func write(_ data: Data, to destination: URL) throws {
-        try write(to: destination) { try $0.write(contentsOf: data) }
+        try write(to: destination) { try $0.writePortably(data) }
     }
 
     /// Writes what `fill` writes to a new file beside `destination`, then puts it in place of `destination` in one

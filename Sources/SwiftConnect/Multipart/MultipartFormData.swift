@@ -466,11 +466,7 @@ public struct MultipartFormData: Sendable {
 
     private static func write(_ data: Data, to output: FileHandle, url: URL) throws {
         do {
-            if #available(macOS 10.15.4, iOS 13.4, tvOS 13.4, watchOS 6.2, *) {
-                try output.write(contentsOf: data)
-            } else {
-                output.write(data)
-            }
+            try output.writePortably(data)
         } catch {
             throw ConnectError.fileAccess(error, url: url, request: nil)
         }
@@ -486,7 +482,7 @@ public struct MultipartFormData: Sendable {
         while true {
             let chunk: Data
             do {
-                chunk = try autoreleasing { try Self.read(upTo: 1 << 20, from: input) }
+                chunk = try autoreleasing { try input.readPortably(upTo: 1 << 20) }
             } catch {
                 throw ConnectError.fileAccess(error, url: source, request: nil)
             }
@@ -502,20 +498,9 @@ public struct MultipartFormData: Sendable {
     static func readToEnd(_ input: FileHandle) throws -> Data {
         var whole = Data()
         while true {
-            let chunk = try read(upTo: 1 << 20, from: input)
+            let chunk = try input.readPortably(upTo: 1 << 20)
             if chunk.isEmpty { return whole }
             whole.append(chunk)
-        }
-    }
-
-    /// Up to `count` bytes, empty at the end of the file. A read error is thrown, never trapped on.
-    private static func read(upTo count: Int, from input: FileHandle) throws -> Data {
-        if #available(macOS 10.15.4, iOS 13.4, tvOS 13.4, watchOS 6.2, *) {
-            return try input.read(upToCount: count) ?? Data()
-        } else {
-            // Older systems have only the reading call that raises on an error; the file was checked to be a
-            // regular file just before.
-            return input.readData(ofLength: count)
         }
     }
 }

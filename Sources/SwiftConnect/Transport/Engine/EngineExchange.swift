@@ -351,8 +351,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // URLSession and AsyncHTTPClient's decompressor announce their own.
             head.headerFields.append(HeaderField(name: Self.acceptEncoding, value: "gzip, deflate"))
         }
-        if let user = url.user(percentEncoded: false), head.headerFields[.authorization] == nil {
-            let credentials = "\(user):\(url.password(percentEncoded: false) ?? "")"
+        if let (user, password) = BasicUserinfo.credentials(of: url), head.headerFields[.authorization] == nil {
+            let credentials = "\(user):\(password)"
             head.headerFields.append(
                 HeaderField(name: .authorization, value: "Basic " + Data(credentials.utf8).base64EncodedString()))
         }
@@ -999,7 +999,7 @@ final class DownloadFile: Sendable {
     func write(_ data: Data) throws {
         try handle.withLock { handle in
             guard let file = handle.file else { throw CancellationError() }
-            try file.write(contentsOf: data)
+            try file.writePortably(data)
             handle.written += Int64(data.count)
         }
     }

@@ -1,8 +1,10 @@
 import Dispatch
 import Foundation
 
-#if os(Linux)
+#if canImport(Glibc)
     import Glibc
+#elseif canImport(Musl)
+    import Musl
 #endif
 
 /// Watches a request's body file while FoundationNetworking uploads it, and reports the moment it holds fewer bytes

@@ -303,7 +303,9 @@ struct FileChunks: AsyncSequence, Sendable {
             // file is opened here, when the connection wants the body, well after its length was read: a pipe put in
             // its place meanwhile would hold a thread of the shared pool in `open` until a writer came.
             if handle == nil { handle = try MultipartFormData.openRegularFile(file) }
-            let chunk = try handle?.read(upToCount: Int(Swift.min(Int64(FileChunks.chunkSize), remaining))) ?? Data()
+            let chunk =
+                try handle.map { try Self.read(upTo: Int(Swift.min(Int64(FileChunks.chunkSize), remaining)), from: $0) }
+                ?? Data()
             guard !chunk.isEmpty else {
                 // The file shrank: AsyncHTTPClient reports the body shorter than announced.
                 try? handle?.close()
@@ -313,6 +315,17 @@ struct FileChunks: AsyncSequence, Sendable {
             remaining -= Int64(chunk.count)
             sent(Int64(chunk.count))
             return ByteBuffer(data: chunk)
+        }
+
+        /// Up to `count` bytes, empty at the end of the file, a read error thrown. `read(upToCount:)` needs macOS
+        /// 10.15.4, iOS 13.4, tvOS 13.4 and watchOS 6.2, newer than the package's oldest systems; before them only
+        /// `readData(ofLength:)` exists, which raises an Objective-C exception on an error.
+        private static func read(upTo count: Int, from handle: FileHandle) throws -> Data {
+            if #available(macOS 10.15.4, iOS 13.4, tvOS 13.4, watchOS 6.2, *) {
+                return try handle.read(upToCount: count) ?? Data()
+            } else {
+                return handle.readData(ofLength: count)
+            }
         }
     }
 }
