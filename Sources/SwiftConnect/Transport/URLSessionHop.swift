@@ -49,12 +49,12 @@ struct URLSessionHopEngine: HTTPEngine {
         var request = try urlRequest(for: hop)
         // A one-shot stream is read from URLSession's own thread, a chunk at a time, as the connection takes it.
         let bodyReader: BlockingChunkReader?
-        let failed = Protected<(@Sendable () -> Void)?>(nil)
+        let failed = EarlyStop()
         if case .stream(let chunks, let length) = hop.body {
             // Counted while it is read: other tasks then start off their caller (Linux).
             let reader = BlockingChunkReader(chunks, claim: StreamedBodyClaim())
             bodyReader = reader
-            request.httpBodyStream = RequestBodyChunks.inputStream(reader, onFailure: { failed.snapshot?() })
+            request.httpBodyStream = RequestBodyChunks.inputStream(reader, onFailure: failed.request)
             // The length the core holds the stream to, as the field URLSession can send beside a stream (none on
             // Linux, where it goes chunked): whatever a caller's field said.
             request.setValue(
@@ -98,7 +98,7 @@ struct URLSessionHopEngine: HTTPEngine {
                 invalidate?()
             }
         }
-        failed.withLock { $0 = stop }
+        failed.arm(with: stop)
         let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: bufferLimit))
         body.setCancelHandler(stop)
         // The session is let go when the hop is over: when its body ends, however it ends.
@@ -324,5 +324,32 @@ final class HopHandler: Sendable {
         }
         head?.resume(with: result)
         if case .failure(let error) = result { body.finish(throwing: error) }
+    }
+}
+
+/// A stop asked for before there is anything to stop: on Apple platforms the streamed body's writer thread starts
+/// when the body stream is made, before the hop has made its task, and a chunk that fails at once asks for the stop
+/// then. Without the latch the request went unheard, and the task, made later, waited for a body that would never
+/// end, until its deadline. The stop runs when it is both asked for and armed, in whichever order they come.
+final class EarlyStop: Sendable {
+    /// The stop once armed, and whether it was asked for.
+    private let state = Protected<(stop: (@Sendable () -> Void)?, requested: Bool)>((nil, false))
+
+    /// Asks for the stop: runs it now if armed, else when it is.
+    @Sendable func request() {
+        let stop = state.withLock { state -> (@Sendable () -> Void)? in
+            state.requested = true
+            return state.stop
+        }
+        stop?()
+    }
+
+    /// Gives the stop to run; runs it at once when it was asked for already.
+    func arm(with stop: @escaping @Sendable () -> Void) {
+        let asked = state.withLock { state -> Bool in
+            state.stop = stop
+            return state.requested
+        }
+        if asked { stop() }
     }
 }
