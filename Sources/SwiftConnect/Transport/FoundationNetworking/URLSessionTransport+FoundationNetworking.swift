@@ -331,7 +331,7 @@ extension URLSessionTransport {
     /// +112 MiB).
     ///
     /// Tests: `MemoryBoundTests` (`testASlowReaderOfAStreamStaysWithinItsMemoryBound`,
-    /// `testAFast4GiBResponseOverTheSizeLimitFailsAtOnceAndStaysUnder256MiB`), `IsolatedSessionTests`,
+    /// `testAFast4GiBResponseOverTheSizeLimitFailsAtOnceWithinItsMemoryBound`), `IsolatedSessionTests`,
     /// `PlainTaskCancellationTests`.
     static func stopOffTheCaller(sparing delegateQueue: OperationQueue, _ stop: @escaping @Sendable () -> Void) {
         #if canImport(FoundationNetworking)
