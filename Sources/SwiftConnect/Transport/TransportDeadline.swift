@@ -84,9 +84,14 @@ final class DeadlineScheduler: @unchecked Sendable {
     /// Where expired handlers run, each on its own, so a slow one delays no other; handed out in time order.
     private let handlerQueue: DispatchQueue
 
-    init(handlerQueue: DispatchQueue = .global()) {
+    /// - Parameters:
+    ///   - handlerQueue: Where expired handlers run.
+    ///   - timerQueue: Where the timer fires (a queue of its own by default). Tests suspend it to hold every deadline
+    ///     back while they arrange what must happen before one could fire.
+    init(handlerQueue: DispatchQueue = .global(), timerQueue: DispatchQueue? = nil) {
         self.handlerQueue = handlerQueue
-        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "SwiftConnect.DeadlineScheduler"))
+        timer = DispatchSource.makeTimerSource(
+            queue: timerQueue ?? DispatchQueue(label: "SwiftConnect.DeadlineScheduler"))
         timer.setEventHandler { [weak self] in self?.fire() }
         timer.schedule(deadline: .distantFuture, leeway: .milliseconds(10))
         timer.activate()

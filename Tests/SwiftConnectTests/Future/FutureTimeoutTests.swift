@@ -97,13 +97,17 @@ final class FutureTimeoutTests: XCTestCase {
     func testTheReturnedFutureTimesOutWhenItsSourceIsAbandoned() {
         weak var weakSource: Future<Int>?
         let limited: Future<Int>
+        // The timer's handler waits on a suspended queue: it runs only once the source is gone.
+        let held = DispatchQueue(label: "FutureTimeoutTests.held")
+        held.suspend()
         do {
             let promise = Promise<Int>()
             weakSource = promise.future
-            limited = promise.future.timeout(after: 0.01)
+            limited = promise.future.timeout(after: 0.01, on: nil, scheduler: DeadlineScheduler(handlerQueue: held))
         }
-        XCTAssertTrue(isTimedOut(error(of: limited)))
         XCTAssertNil(weakSource)
+        held.resume()
+        XCTAssertTrue(isTimedOut(error(of: limited)))
     }
 
     /// Held alone, its source's producer gone, a future whose type has an error of its own times out in that type:
@@ -111,12 +115,15 @@ final class FutureTimeoutTests: XCTestCase {
     func testAnAbandonedSourceOfResponsesTimesOutAsTheClientsError() throws {
         weak var weakSource: Future<ConnectResponse>?
         let limited: Future<ConnectResponse>
+        let held = DispatchQueue(label: "FutureTimeoutTests.held")
+        held.suspend()
         do {
             let promise = Promise<ConnectResponse>()
             weakSource = promise.future
-            limited = promise.future.timeout(after: 0.01)
+            limited = promise.future.timeout(after: 0.01, on: nil, scheduler: DeadlineScheduler(handlerQueue: held))
         }
         XCTAssertNil(weakSource)
+        held.resume()
         let error = try XCTUnwrap(error(of: limited) as? ConnectError, "\(String(describing: error(of: limited)))")
         XCTAssertEqual(error.kind, .timedOut)
     }
@@ -216,12 +223,15 @@ final class FutureTimeoutTests: XCTestCase {
         let promise = Promise<Int>()
         let seen = Recorder<String?>()
         promise.setCancelHandler { seen.append(DispatchQueue.getSpecific(key: key)) }
+        // Held until the callback is added: a timer that fired first would leave it to run on this thread.
+        queue.suspend()
         let limited = promise.future.timeout(after: 0.01, on: queue)
         let observed = DispatchSemaphore(value: 0)
         limited.observe { _ in
             seen.append(DispatchQueue.getSpecific(key: key))
             observed.signal()
         }
+        queue.resume()
         XCTAssertTrue(isTimedOut(error(of: limited)))
         // The result can be read before the callback has run on the queue: wait for the callback itself.
         XCTAssertEqual(observed.wait(timeout: .now() + 10), .success)

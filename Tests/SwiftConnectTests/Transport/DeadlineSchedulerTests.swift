@@ -28,7 +28,10 @@ final class DeadlineSchedulerTests: XCTestCase {
     }
 
     func testACancelledDeadlineNeverFiresAndReleasesItsHandler() throws {
-        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        // The timer held back until the deadline is cancelled: a machine slower than its 20 ms changes nothing.
+        let timerQueue = DispatchQueue(label: "DeadlineSchedulerTests.timer")
+        timerQueue.suspend()
+        let scheduler = DeadlineScheduler(handlerQueue: handlers, timerQueue: timerQueue)
         let fired = Recorder<String>()
         weak var captured: Token?
         let cancelled = try XCTUnwrap(TransportDeadline(seconds: 0.02, scheduler: scheduler))
@@ -39,6 +42,7 @@ final class DeadlineSchedulerTests: XCTestCase {
         }
         cancelled.cancel()
         XCTAssertNil(captured, "cancelling releases the handler at once")
+        timerQueue.resume()
 
         // A later deadline on the same serial handler queue: once it has fired, the earlier one would have too.
         let later = expectation(description: "later")
@@ -73,7 +77,11 @@ final class DeadlineSchedulerTests: XCTestCase {
     }
 
     func testManyDeadlinesFireInTimeOrderAndDroppedOnesAreForgotten() throws {
-        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        // The timer held back while the deadlines are made and half of them dropped (10 to 100 ms: a slow loop would
+        // see some fire before it was done).
+        let timerQueue = DispatchQueue(label: "DeadlineSchedulerTests.timer")
+        timerQueue.suspend()
+        let scheduler = DeadlineScheduler(handlerQueue: handlers, timerQueue: timerQueue)
         let fired = Recorder<Int>()
         let all = expectation(description: "all fired")
         all.expectedFulfillmentCount = 5
@@ -92,6 +100,7 @@ final class DeadlineSchedulerTests: XCTestCase {
             }
         }
         XCTAssertEqual(scheduler.pendingCount, 5)
+        timerQueue.resume()
         wait(for: [all], timeout: 10)
         // In the order of their times (on a busy machine, a loop step slower than 10 ms swaps two neighbours' times;
         // a timer firing late finds several expired at once, and hands them out in that order too).
