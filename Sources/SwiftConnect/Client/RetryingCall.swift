@@ -36,6 +36,9 @@ final class RetryingCall:
         var keyedAttempts: Set<Int> = []
         /// Whether the call was cancelled, timed out or ended: no further attempt starts.
         var isOver = false
+        /// The failure the call ended with (its deadline's, say), `nil` while it runs or once a caller cancelled it
+        /// or it succeeded: an attempt whose `send` returns after that is stopped with it, as one in flight was.
+        var endedWith: (any Error)?
         /// The attempt in flight, to cancel with the call.
         var inFlight: Future<ConnectResponse>?
         /// The wait before the next attempt, to cancel with the call.
@@ -232,13 +235,15 @@ final class RetryingCall:
         }
         let advice = context.retryAdvice
         let future = send(request, context)
-        let (isOver, abandoned) = withState { state -> (Bool, Bool) in
-            if state.isOver { return (true, false) }
+        let (isOver, endedWith, abandoned) = withState { state -> (Bool, (any Error)?, Bool) in
+            if state.isOver { return (true, state.endedWith, false) }
             state.inFlight = future
-            return (false, state.abandonedAttempt == attempt)
+            return (false, nil, state.abandonedAttempt == attempt)
         }
         if isOver {
-            future.cancel()
+            // Ended while `send` ran (its deadline passed before the engine returned): the attempt is stopped as the
+            // call ended, so its plugins hear it timed out, not that a caller cancelled it.
+            if let endedWith { future.cancel(failingWith: endedWith) } else { future.cancel() }
             return
         }
         // Its timer fired before the attempt was registered here (a timeout shorter than `send`'s return).
@@ -488,17 +493,20 @@ final class RetryingCall:
     /// completes with `result` (`nil` when it was cancelled, and so is complete already). With `reportingAttempts`,
     /// the error says how many attempts were made, counted as the call's end event counts them.
     private func end(with result: Result<ConnectResponse, any Error>?, reportingAttempts: Bool = false) {
-        let (timer, inFlight, wasOver, attempts) = withState {
-            state -> ((any RetryCancellable)?, Future<ConnectResponse>?, Bool, Int) in
+        let (timer, inFlight, wasOver, attempts, result) = withState {
+            state -> ((any RetryCancellable)?, Future<ConnectResponse>?, Bool, Int, Result<ConnectResponse, any Error>?)
+            in
             let wasOver = state.isOver
             state.isOver = true
+            let result = reportingAttempts ? result.map { reporting(state.attemptsMade, on: $0) } : result
+            // Set with `isOver`: an attempt whose `send` returns after this reads both at once.
+            if !wasOver, case .failure(let error)? = result { state.endedWith = error }
             defer {
                 state.timer = nil
                 state.inFlight = nil
             }
-            return (state.timer, state.inFlight, wasOver, state.attemptsMade)
+            return (state.timer, state.inFlight, wasOver, state.attemptsMade, result)
         }
-        let result = reportingAttempts ? result.map { reporting(attempts, on: $0) } : result
         // Told before the attempt in flight is cancelled, so that its span ends with the call's reason (a deadline),
         // and before the caller hears the outcome, so that a caller reading its observer's figures has them all.
         if !wasOver, let observation = context.transfer.observation {

@@ -34,6 +34,51 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(transport.cancellations.value, 1)
     }
 
+    /// The deadline passing while the transport's `send` has not returned yet (an engine that starts its work on the
+    /// caller's thread, a loaded machine): the attempt it then returns is stopped as the call was, timed out, and
+    /// its plugins hear so. They heard "cancelled", as if the caller had cancelled, in a call that timed out.
+    func testAnAttemptWhoseSendReturnsAfterTheDeadlineIsStoppedAsTimedOut() throws {
+        final class CallEnds: ConnectObserver, ConnectCallObserver {
+            let ended = DispatchSemaphore(value: 0)
+            func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { self }
+            func record(_ event: ConnectEvent) {
+                if case .callEnded = event { ended.signal() }
+            }
+        }
+        /// Returns from `send` only once the call has ended.
+        final class LateSend: Transport, @unchecked Sendable {
+            // @unchecked Sendable: `observer` and `cancelled` are themselves thread-safe.
+            let observer: CallEnds
+            let cancelled = Counter()
+            init(observer: CallEnds) { self.observer = observer }
+            func send(_ request: URLRequest) -> Future<ConnectResponse> {
+                XCTAssertEqual(observer.ended.wait(timeout: .now() + 10), .success)
+                let promise = Promise<ConnectResponse>()
+                promise.setCancelHandler { [cancelled] in cancelled.increment() }
+                return promise.future
+            }
+        }
+        // Given
+        let observer = CallEnds()
+        let transport = LateSend(observer: observer)
+        let failures = Recorder<String>()
+        let told = expectation(description: "didFail")
+        let plugin = AnyPlugin(didFail: { error, _, _ in
+            failures.append((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)")
+            told.fulfill()
+        })
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(options: RequestOptions(plugins: [plugin]), observers: [observer]))
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 0.05)) as Future<Data>))
+        // Then
+        XCTAssertEqual(error.kind, .timedOut)
+        wait(for: [told], timeout: 10)
+        XCTAssertEqual(failures.values, ["timedOut"])
+        XCTAssertEqual(transport.cancelled.value, 1, "the late attempt is stopped")
+    }
+
     func testADeadlineThatPassesAfterARetrySaysHowManyAttempts() throws {
         // Given: a 503, retried at once, then an attempt that never answers
         let transport = FakeTransport()
