@@ -510,7 +510,13 @@ struct MiddlewareChain: Sendable {
                 cut = error
             }
             stream.cancel()
-            if let seconds, timeUp.withLock({ $0 }) { cut = ConnectError.timedOut(after: seconds) }
+            if let seconds, timeUp.withLock({ $0 }) {
+                cut = ConnectError(
+                    .timedOut,
+                    message: "the \(response.statusCode) answer's body was still arriving after \(seconds) s, the "
+                        + "longest its excerpt is read for the error handler: part of a body is no answer",
+                    request: response.storedRequest, head: response.storedHead)
+            }
             var answer = response
             answer.bodyStream = nil
             answer.bodyCut = cut

@@ -100,6 +100,35 @@ final class ResponseStreamTests: XCTestCase {
         }
     }
 
+    /// The same trickling body under an error handler that accepts the status: the call fails, the excerpt being no
+    /// answer, with a timeout that says the body was still arriving, not a future's time limit ("the future did not
+    /// complete within the time limit of 0.5 s").
+    func testATricklingErrorBodyAnErrorHandlerAcceptsFailsSayingTheBodyWasStillArriving() async throws {
+        struct Accepting: ErrorHandling {
+            func handle(response: [String: Any]) -> (any Error)? { nil }
+            func handle(_ response: ConnectResponse) -> (any Error)? { nil }
+        }
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/feed",
+            with: .stream(status: 503) { body in
+                guard await body.send(Data("overloaded".utf8)) else { return }
+                while await body.send(Data(": ping\n".utf8)) { try? await Task.sleep(nanoseconds: 20_000_000) }
+            })
+        let stream = Connect(transport: transport, errorHandler: Accepting(), retryPolicy: nil)
+            .stream(Feed(), streaming: StreamingOptions(idleTimeout: 0.5))
+
+        do {
+            _ = try await collect(stream)
+            XCTFail("a body read only in part is no answer")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .timedOut, "\(error)")
+            XCTAssertEqual(error.statusCode, 503)
+            XCTAssertTrue(error.message.contains("still arriving after 0.5 s"), error.message)
+            XCTAssertFalse(error.message.contains("the future"), error.message)
+        }
+    }
+
     func testTheErrorBodyIsReadOnlyUpToItsLimit() async throws {
         let transport = FakeTransport()
         let read = Guarded(0)
