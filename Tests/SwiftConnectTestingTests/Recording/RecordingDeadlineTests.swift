@@ -191,32 +191,35 @@ final class RecordingDeadlineTests: XCTestCase {
     }
 
     func testAStreamStopsAtItsFirstPieceRecordedAfterTheDeadlineOrASilenceLongerThanItsIdleTimeout() async throws {
-        // Given: three pieces recorded 0, 150 and 300 ms after the request (edited)
+        // Given: three pieces recorded 0, 1.5 and 3 s after the request (edited). Replayed at once, judged by those
+        // times; the limits are long enough that the client's real timers, armed meanwhile, never end a replay first.
         server.route("GET", "/pieces") { _ in
             .stream(contentLength: nil, contentType: "text/plain") { write in
                 for piece in ["a", "b", "c"] { guard write(Data(piece.utf8)) else { return } }
             }
         }
         try record("/pieces", streaming: true) { entry in
-            entry.timings = HAR.Timings(send: 0, wait: 0, receive: 300)
-            entry.chunks = [HAR.Chunk(time: 0, size: 1), HAR.Chunk(time: 150, size: 1), HAR.Chunk(time: 300, size: 1)]
+            entry.timings = HAR.Timings(send: 0, wait: 0, receive: 3000)
+            entry.chunks = [
+                HAR.Chunk(time: 0, size: 1), HAR.Chunk(time: 1500, size: 1), HAR.Chunk(time: 3000, size: 1),
+            ]
         }
-        // When / Then: an idle timeout of 0.1 s ends after the first piece, with the client's own error
-        let idle = await replayStream("/pieces", timeout: 10, idleTimeout: 0.1)
+        // When / Then: an idle timeout of 1 s ends after the first piece, with the client's own error
+        let idle = await replayStream("/pieces", timeout: 20, idleTimeout: 1)
         XCTAssertEqual(idle.pieces, ["a"])
         XCTAssertEqual(idle.error?.kind, .timedOut)
         XCTAssertTrue(
             idle.error?.message.contains("StreamingOptions.idleTimeout") ?? false, "\(String(describing: idle.error))")
         XCTAssertTrue(
-            idle.error?.message.contains("received no bytes for 0.1 s") ?? false, "\(String(describing: idle.error))")
-        // A deadline of 0.2 s ends after the second
-        let deadline = await replayStream("/pieces", timeout: 0.2, idleTimeout: nil)
+            idle.error?.message.contains("received no bytes for 1.0 s") ?? false, "\(String(describing: idle.error))")
+        // A deadline of 2 s ends after the second
+        let deadline = await replayStream("/pieces", timeout: 2, idleTimeout: nil)
         XCTAssertEqual(deadline.pieces, ["a", "b"])
         XCTAssertEqual(deadline.error?.kind, .timedOut)
         XCTAssertTrue(
-            deadline.error?.message.contains("timeout of 0.2 s") ?? false, "\(String(describing: deadline.error))")
+            deadline.error?.message.contains("timeout of 2.0 s") ?? false, "\(String(describing: deadline.error))")
         // Limits the recorded times keep: every piece
-        let whole = await replayStream("/pieces", timeout: 1, idleTimeout: 0.2)
+        let whole = await replayStream("/pieces", timeout: 20, idleTimeout: 2)
         XCTAssertEqual(whole.pieces, ["a", "b", "c"])
         XCTAssertNil(whole.error)
     }

@@ -76,7 +76,8 @@ final class EventSourceStopTests: XCTestCase {
         let connect = Connect(transport: transport, retryPolicy: nil)
         var received: [String] = []
         for try await event in connect.eventSource(
-            Route("/events", baseURL: base), streaming: StreamingOptions(idleTimeout: 0.2),
+            // 1 s: the first producer, started in a task of its own, sends its event well within it on a busy machine.
+            Route("/events", baseURL: base), streaming: StreamingOptions(idleTimeout: 1),
             reconnection: EventSourceReconnection(delay: 0))
         {
             received.append("\(event.id ?? "-") \(event.data)")

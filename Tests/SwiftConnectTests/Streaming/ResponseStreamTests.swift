@@ -465,15 +465,16 @@ final class ResponseStreamTests: XCTestCase {
                 body.finish()
             })
         let stream = Connect(transport: transport, retryPolicy: nil)
-            .stream(Feed(timeout: .infinity), streaming: StreamingOptions(idleTimeout: 0.2))
+            .stream(Feed(timeout: .infinity), streaming: StreamingOptions(idleTimeout: 1))
         var iterator = stream.makeAsyncIterator()
         var received = try await iterator.next()?.count ?? 0
 
-        // The reader is busy for three idle timeouts, with chunks waiting: the stream must not be cut meanwhile.
+        // The reader is busy for two idle timeouts, with chunks waiting: the stream must not be cut meanwhile. (1 s:
+        // the fake's producer, started in a task of its own, sends its first chunk well within it on a busy machine.)
         let cutEarly = expectation(description: "the stream was cut while chunks waited for the reader")
         cutEarly.isInverted = true
         cut.future.observe { _ in cutEarly.fulfill() }
-        await fulfillment(of: [cutEarly], timeout: 0.6)
+        await fulfillment(of: [cutEarly], timeout: 2)
 
         while let chunk = try await iterator.next() { received += chunk.count }
         XCTAssertEqual(received, 8 * size)
@@ -487,8 +488,9 @@ final class ResponseStreamTests: XCTestCase {
                 _ = await body.send(Data("hello".utf8))
                 await waitUntilCancelled()  // until the idle timeout stops the stream
             })
+        // 1 s: the producer, started in a task of its own, sends its chunk well within it on a busy machine.
         let stream = Connect(transport: transport, retryPolicy: nil)
-            .stream(Feed(timeout: .infinity), streaming: StreamingOptions(idleTimeout: 0.2))
+            .stream(Feed(timeout: .infinity), streaming: StreamingOptions(idleTimeout: 1))
         var received: [String] = []
         let started = Date()
         do {
