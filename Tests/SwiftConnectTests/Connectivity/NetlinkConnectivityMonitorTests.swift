@@ -349,7 +349,9 @@
             monitor.stop()
             // Then
             print("NetlinkConnectivityMonitorTests: stop() took \(String(format: "%.2f", elapsed)) ms")
-            XCTAssertLessThan(elapsed, 500)
+            // How prompt is a figure, printed above, not an assertion (the machine may be busy); a stop that waited for
+            // the kernel's next message would wait for one a quiet namespace never sends.
+            XCTAssertLessThan(elapsed, 5_000)
             XCTAssertEqual(try Self.openDescriptorCount(), descriptorsBefore, "stop() closed the descriptors")
             observation.cancel()
         }
@@ -394,7 +396,7 @@
             let start = DispatchTime.now()
             try namespace.addVeth()
             // Then
-            let seen = recorder.wait(timeout: 1, after: start) { $0.isConnected }
+            let seen = recorder.wait(timeout: 10, after: start) { $0.isConnected }
             XCTAssertEqual(seen?.state, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
             XCTAssertEqual(monitor.current, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
             print(
@@ -402,7 +404,7 @@
                     + "\(Self.format(seen?.delay)) ms")
         }
 
-        func testALinkGoingDownAndUpIsSeenWithinASecond() throws {
+        func testALinkGoingDownAndUpIsSeen() throws {
             // Given: a namespace connected over a veth
             let namespace = try makeNamespace()
             try namespace.addVeth()
@@ -413,7 +415,7 @@
             // The carrier may still be coming up (the kernel sets it asynchronously): wait for it
             if !monitor.current.isConnected {
                 print("NetlinkConnectivityMonitorTests: the carrier was not up yet when the monitor started")
-                XCTAssertNotNil(recorder.wait(timeout: 1, after: .now()) { $0.isConnected })
+                XCTAssertNotNil(recorder.wait(timeout: 10, after: .now()) { $0.isConnected })
             }
             XCTAssertEqual(monitor.current, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
 
@@ -421,7 +423,7 @@
             var start = DispatchTime.now()
             var command = try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "down")
             // Then
-            let down = recorder.wait(timeout: 1, after: start) { !$0.isConnected }
+            let down = recorder.wait(timeout: 10, after: start) { !$0.isConnected }
             XCTAssertEqual(down?.state, .disconnected)
             XCTAssertEqual(monitor.current, .disconnected)
             print(
@@ -432,7 +434,7 @@
             start = DispatchTime.now()
             command = try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "up")
             // Then
-            let up = recorder.wait(timeout: 1, after: start) { $0.isConnected }
+            let up = recorder.wait(timeout: 10, after: start) { $0.isConnected }
             XCTAssertEqual(up?.state, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
             print(
                 "NetlinkConnectivityMonitorTests: up seen \(Self.format(up?.delay)) ms after `ip` started "
@@ -447,14 +449,14 @@
             let recorder = ConnectivityRecorder()
             if !monitor.current.isConnected {
                 let observation = monitor.observe { recorder.record($0) }
-                XCTAssertNotNil(recorder.wait(timeout: 1, after: .now()) { $0.isConnected })
+                XCTAssertNotNil(recorder.wait(timeout: 10, after: .now()) { $0.isConnected })
                 observation.cancel()
             }
             // And an observer that holds the monitor's thread at the first change, until the test lets it go
             let (hold, held) = holdAtTheFirstChange(of: monitor, recording: recorder)
             defer { hold.signal() }  // Never leave the thread held, or releasing the monitor would wait for it.
             try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "down")
-            XCTAssertEqual(held.wait(timeout: .now() + 1), .success)
+            XCTAssertEqual(held.wait(timeout: .now() + 10), .success)
 
             // When: while it is held, 4000 changes of lo (about 6 MB of messages, the socket holds 2 MB at most)
             // overflow the socket, then the link comes up: the kernel drops its message
@@ -495,7 +497,7 @@
             let (hold, held) = holdAtTheFirstChange(of: monitor, recording: recorder)
             defer { hold.signal() }  // Never leave the thread held, or releasing the monitor would wait for it.
             try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "down")
-            XCTAssertEqual(held.wait(timeout: .now() + 1), .success)
+            XCTAssertEqual(held.wait(timeout: .now() + 10), .success)
 
             // When: while it is held, changes of the Wi-Fi interface are queued (its link, up and running, and an
             // address),
@@ -539,7 +541,7 @@
             // When
             try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "down")
             // Then
-            XCTAssertEqual(released.wait(timeout: .now() + 1), .success, "the observer returned: no deadlock")
+            XCTAssertEqual(released.wait(timeout: .now() + 10), .success, "the observer returned: no deadlock")
             XCTAssertNil(box.snapshot)
         }
 

@@ -24,7 +24,7 @@ final class DownloadDeadlineTests: XCTestCase {
         defer { server.stop() }
         let destination = folder.appendingPathComponent("slow.bin")
         let before = try partials()
-        let result = try connect.download(Route("/slow"), to: destination, options: RequestOptions(timeout: 1))
+        let result = try connect.download(Route("/slow"), to: destination, options: RequestOptions(timeout: 2))
             .waitForResult(timeout: 30)
         guard case .failure(let failure as ConnectError) = result else { return XCTFail("\(result)") }
         XCTAssertEqual(failure.kind, .timedOut, "\(failure)")
@@ -59,7 +59,7 @@ final class DownloadDeadlineTests: XCTestCase {
         defer { server.stop() }
         let connect = Connect(
             transport: TransportUnderTest.make(),
-            retryPolicy: RetryPolicy(maxAttempts: 2, baseDelay: 0, attemptTimeout: 0.5),
+            retryPolicy: RetryPolicy(maxAttempts: 2, baseDelay: 0, attemptTimeout: 2),
             configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
         let destination = folder.appendingPathComponent("slow.bin")
         let before = try partials()
