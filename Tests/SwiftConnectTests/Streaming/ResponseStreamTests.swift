@@ -77,10 +77,8 @@ final class ResponseStreamTests: XCTestCase {
         }
     }
 
-    /// An error body that trickles (a proxy's `: ping` every few seconds, a byte at a time) under the limit was read
-    /// for as long as it kept coming, each piece resetting the idle timeout: the call waited for hours. Its excerpt is
-    /// read for one idle period at most (ten seconds without an idle timeout), then the call fails with what came.
-    func testATricklingErrorBodyIsReadForOneIdlePeriodAtMost() async throws {
+    /// A fake answering 503 with "overloaded", then `: ping` lines every 20 ms until the call stops reading.
+    private func tricklingErrorBody() -> FakeTransport {
         let transport = FakeTransport()
         transport.stub(
             .get, "/feed",
@@ -88,6 +86,14 @@ final class ResponseStreamTests: XCTestCase {
                 guard await body.send(Data("overloaded".utf8)) else { return }
                 while await body.send(Data(": ping\n".utf8)) { try? await Task.sleep(nanoseconds: 20_000_000) }
             })
+        return transport
+    }
+
+    /// An error body that trickles (a proxy's `: ping` every few seconds, a byte at a time) under the limit was read
+    /// for as long as it kept coming, each piece resetting the idle timeout: the call waited for hours. Its excerpt is
+    /// read for one idle period at most (ten seconds without an idle timeout), then the call fails with what came.
+    func testATricklingErrorBodyIsReadForOneIdlePeriodAtMost() async throws {
+        let transport = tricklingErrorBody()
         let stream = Connect(transport: transport, retryPolicy: nil)
             .stream(Feed(), streaming: StreamingOptions(idleTimeout: 0.5))
 
@@ -108,13 +114,7 @@ final class ResponseStreamTests: XCTestCase {
             func handle(response: [String: Any]) -> (any Error)? { nil }
             func handle(_ response: ConnectResponse) -> (any Error)? { nil }
         }
-        let transport = FakeTransport()
-        transport.stub(
-            .get, "/feed",
-            with: .stream(status: 503) { body in
-                guard await body.send(Data("overloaded".utf8)) else { return }
-                while await body.send(Data(": ping\n".utf8)) { try? await Task.sleep(nanoseconds: 20_000_000) }
-            })
+        let transport = tricklingErrorBody()
         let stream = Connect(transport: transport, errorHandler: Accepting(), retryPolicy: nil)
             .stream(Feed(), streaming: StreamingOptions(idleTimeout: 0.5))
 
