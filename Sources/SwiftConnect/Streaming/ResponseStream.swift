@@ -98,7 +98,7 @@ public final class ResponseStream: AsyncSequence, Sendable {
         -> ResponseJSONLines<ResponseStream, Value>
     {
         var lines = ResponseJSONLines<ResponseStream, Value>(self, decoder: decoder)
-        lines.sentRequest = { [head] in try? head.result?.get().sentRequest }
+        lines.answer = { [head] in try? head.result?.get() }
         return lines
     }
 

@@ -153,9 +153,10 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
     private let base: Base
     private let decoder: JSONDecoder
     private let maximumLineLength: Int
-    /// The request whose body this is, when known (a ``ResponseStream``'s): a line that fails to decode is reported
-    /// with it, so that its secret values are hidden in the line the error shows.
-    var sentRequest: @Sendable () -> ConnectRequest? = { nil }
+    /// The answer whose body this is, when known (a ``ResponseStream``'s head): a line that fails to decode is reported
+    /// with its request and head, so that their secret values (a token in the request, a session cookie the answer
+    /// sets) are hidden in the line the error shows, and the error names the status.
+    var answer: @Sendable () -> ConnectResponse? = { nil }
 
     /// Reads the JSON values of `base`, one per line.
     ///
@@ -182,7 +183,7 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
             splitter: LineSplitter(maximumLineLength: maximumLineLength),
             decoder: decoder
         )
-        iterator.sentRequest = sentRequest
+        iterator.answer = answer
         return iterator
     }
 
@@ -196,8 +197,8 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
         private var lines: PendingElements<(number: Int, bytes: Data)>
         /// How many lines the body has had so far.
         private var lineCount = 0
-        /// ``ResponseJSONLines/sentRequest``.
-        var sentRequest: @Sendable () -> ConnectRequest? = { nil }
+        /// ``ResponseJSONLines/answer``.
+        var answer: @Sendable () -> ConnectResponse? = { nil }
 
         init(base: Base.AsyncIterator, splitter: LineSplitter, decoder: JSONDecoder) {
             self.base = base
@@ -282,7 +283,10 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
                         JSONNumberFit.locate(Element.self, in: line.bytes, with: decoder), decoding: Element.self)
                 }
                 failure.message = "line \(line.number) of the stream: " + failure.message
-                if let request = sentRequest() { failure.sentRequest = request }
+                if let answer = answer() {
+                    failure.storedRequest = answer.storedRequest
+                    failure.storedHead = answer.storedHead
+                }
                 throw failure
             }
         }

@@ -62,6 +62,27 @@ final class ResponseStreamTests: XCTestCase {
         }
     }
 
+    /// The same for a secret the answer hands out (a session cookie it sets, echoed in a line): the error carries the
+    /// answer's head, so the value is hidden as it is in `decoded(toType:)`'s error, and the status is named.
+    func testALineThatFailsToDecodeHidesTheAnswersSecretsAndNamesItsStatus() async throws {
+        struct Entry: Decodable { let id: Int }
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/feed",
+            with: .stream(
+                chunks(#"{"note":"session s-77aa-LINE"}"# + "\n"), headers: ["Set-Cookie": "sessionid=s-77aa-LINE"]))
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        do {
+            for try await _ in stream.jsonLines(of: Entry.self) {}
+            XCTFail("the line must fail to decode")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .decoding)
+            XCTAssertEqual(error.statusCode, 200)
+            XCTAssertFalse("\(error)".contains("s-77aa-LINE"), "\(error)")
+            XCTAssertFalse(String(reflecting: error).contains("s-77aa-LINE"), String(reflecting: error))
+        }
+    }
+
     func testAnErrorStatusGoesThroughTheErrorHandlerWithItsBodyRead() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/feed", with: .stream(chunks(#"{"mess"#, #"age":"quota exceeded"}"#), status: 429))
