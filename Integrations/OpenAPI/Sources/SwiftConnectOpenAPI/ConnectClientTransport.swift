@@ -21,7 +21,8 @@ import SwiftConnect
 /// - **Every status is the generated code's.** The call runs with ``SwiftConnect/RequestOptions/acceptsEveryStatus``:
 ///   retries (a `503` with `Retry-After`), token refresh (a `401`) and the rest of the pipeline run first, then the
 ///   last attempt's response reaches the generated code whatever its status. The client's error handler and its
-///   validators never turn a documented `404` into an error.
+///   validators never turn a documented `404` into an error. (One exception, below: a streamed body of an error
+///   status longer than `errorBodyLimit` fails the call.)
 /// - **The operation ID names the request** in the client's logs, queue listings and middlewares
 ///   (``SwiftConnect/RequestContext/connectorName``).
 /// - **Heads are copied field by field**, repeated fields kept in order, into the core's own HTTP model: over
