@@ -16,12 +16,8 @@ public enum FutureDiagnostics {
     public static var handler: (@Sendable (String) -> Void)? {
         get { storage.snapshot }
         set {
-            let replaced = storage.withLock { handler in
-                defer { handler = newValue }
-                return handler
-            }
             // Released outside the lock: what the handler held may run deinit code that reads or sets the handler.
-            _ = replaced
+            _ = storage.replace(with: newValue)
         }
     }
 

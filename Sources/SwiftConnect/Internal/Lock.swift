@@ -98,6 +98,23 @@ package final class Protected<Value>: @unchecked Sendable {
     package var snapshot: Value {
         withLock { $0 }
     }
+
+    /// Puts `newValue` in place and returns the value it replaced, for the caller to let go of outside the lock: what
+    /// it held may run deinit code that reads or sets this value again, which would wait for the lock for ever.
+    package func replace(with newValue: Value) -> Value {
+        withLock { value in
+            defer { value = newValue }
+            return value
+        }
+    }
+}
+
+extension Protected: CustomReflectable {
+    /// The value as read under the lock: `dump(_:)` or a debugger reading a client while its calls run on other
+    /// threads would otherwise read the value unlocked, racing its writers.
+    package var customMirror: Mirror {
+        Mirror(self, children: ["value": snapshot as Any])
+    }
 }
 
 /// A lock that guards no value but keeps sections of code from running at the same time, such as two calls into

@@ -113,6 +113,7 @@ public enum ConnectLogging {
     /// Defaults to a ``StandardErrorLogger``.
     public static var logger: any ConnectLogger {
         get { storage.snapshot }
-        set { storage.withLock { $0 = newValue } }
+        // Released outside the lock: the logger replaced may close a file in its deinit and log that it did.
+        set { _ = storage.replace(with: newValue) }
     }
 }

@@ -130,3 +130,36 @@ final class CallLoggerTests: XCTestCase {
         XCTAssertTrue(lines.forCall() is MemoryLogger)
     }
 }
+
+/// The process-wide logger (``ConnectLogging/logger``) is let go outside its lock when replaced: a logger that says,
+/// as it closes, that it did (its deinit reading the logger) would otherwise wait for that lock for ever.
+final class ProcessLoggerTests: XCTestCase {
+    /// Runs `onRelease` when freed.
+    private final class ReleaseProbeLogger: ConnectLogger, @unchecked Sendable {
+        // @unchecked Sendable: `onRelease` is set once, in `init`, and only read in `deinit`.
+        let onRelease: @Sendable () -> Void
+        init(onRelease: @escaping @Sendable () -> Void) { self.onRelease = onRelease }
+        deinit { onRelease() }
+        func log(_ level: LogLevel, _ message: String) {}
+    }
+
+    func testAReplacedLoggerIsReleasedOutsideTheLock() {
+        let original = ConnectLogging.logger
+        defer { ConnectLogging.logger = original }
+        // Given: the process logger holds the last reference to a logger that reads the process logger when freed
+        let readTheLogger = Recorder<Bool>()
+        ConnectLogging.logger = ReleaseProbeLogger {
+            // Read on another thread: on this one, a lock still held would hang the test instead of failing it.
+            let read = DispatchSemaphore(value: 0)
+            DispatchQueue.global().async {
+                _ = ConnectLogging.logger
+                read.signal()
+            }
+            readTheLogger.append(read.wait(timeout: .now() + 5) == .success)
+        }
+        // When
+        ConnectLogging.logger = MemoryLogger()
+        // Then
+        XCTAssertEqual(readTheLogger.values, [true], "the lock was free while the old logger was released")
+    }
+}
