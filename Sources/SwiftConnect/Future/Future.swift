@@ -720,3 +720,12 @@ extension Future {
     @usableFromInline
     var combinationInputs: [any CancellableFuture]? { nil }
 }
+
+extension Future: CustomReflectable {
+    /// What `dump(_:)` and a debugger show of a future: its result (`nil` while pending) and whether it was
+    /// cancelled, read under its lock. Its callbacks and cancel handler are not shown: read unlocked while another
+    /// thread completes the future, they raced its writers.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["result": result as Any, "isCancelled": isCancelled], displayStyle: .class)
+    }
+}

@@ -37,6 +37,29 @@ final class RaceFixTests: XCTestCase {
         }
     }
 
+    /// A client dumped (`dump(_:)`, a debugger) while its calls start, end and are cancelled on other threads: its
+    /// locked state (the calls in flight, their futures) is read under its locks, as ThreadSanitizer checks in CI.
+    func testAClientDumpedWhileItsCallsRunReadsItsStateUnderItsLocks() {
+        let transport = FakeTransport()
+        transport.stub(.get, "/slow", with: .never)
+        transport.stub(.get, "/fast", with: .json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let finished = DispatchGroup()
+        DispatchQueue.global().async(group: finished) {
+            for index in 0..<300 {
+                let path = index.isMultiple(of: 2) ? "/slow" : "/fast"
+                let call: Future<Data> = connect.request(ClientFixtures.Endpoint(endpoint: path))
+                call.cancel()
+            }
+        }
+        var text = ""
+        repeat {
+            text = ""
+            dump(connect, to: &text)
+        } while finished.wait(timeout: .now()) == .timedOut
+        XCTAssertTrue(text.contains("Connect"), text)
+    }
+
     func testAChangeDeliveredWhileTheClientReadsTheStateWins() throws {
         let transport = FakeTransport(fallback: .json(["ok": true]))
         let connect = Connect(
