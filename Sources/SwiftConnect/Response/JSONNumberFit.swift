@@ -76,13 +76,37 @@ enum JSONNumberFit {
     /// Each value `type` asks for is decoded by `decoder` on its own, with its strategies; only the one it refuses as
     /// "not valid JSON" is looked into. A type's `init(from:)` runs again, for this failure only.
     static func locate<T: Decodable>(_ type: T.Type, in data: Data, with decoder: JSONDecoder) -> Misfit? {
+        locate(type, in: data, with: decoder, refused: isNotValidJSONReport) {
+            $0 is any BinaryInteger.Type || $0 is any BinaryFloatingPoint.Type
+        }
+    }
+
+    /// Whether `error` is `JSONDecoder`'s report of a string its `.iso8601` date strategy does not read. Foundation
+    /// gives it the path of the container that holds the date, not the date's own (the key is left out), so that
+    /// `[0].endsAt` reads `[0]`, and a top-level object's date has no path at all.
+    static func isISO8601DateReport(_ error: any Error) -> Bool {
+        guard case .dataCorrupted(let context)? = error as? DecodingError else { return false }
+        return context.debugDescription == "Expected date string to be ISO8601-formatted."
+    }
+
+    /// The date in `data` that `decoder`'s `.iso8601` strategy refused while decoding `type` (``Misfit/number`` holds
+    /// the value, as JSON), or `nil` when none is found.
+    static func locateDate<T: Decodable>(_ type: T.Type, in data: Data, with decoder: JSONDecoder) -> Misfit? {
+        locate(type, in: data, with: decoder, refused: isISO8601DateReport) { $0 == Date.self }
+    }
+
+    /// The value in `data` that `decoder` refused with an error `refused` recognises, of a type `isLeaf` accepts.
+    private static func locate<T: Decodable>(
+        _ type: T.Type, in data: Data, with decoder: JSONDecoder, refused: @escaping (any Error) -> Bool,
+        isLeaf: @escaping (Any.Type) -> Bool
+    ) -> Misfit? {
         // The walk takes a few stack frames a level on top of JSONDecoder's own: deep bodies are not walked, so that
         // it fits a worker thread's stack (512 KiB on Apple platforms) with room to spare.
         guard !JSONDepth.exceeds(data, limit: maximumDepth),
             let root = try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)
         else { return nil }
         do {
-            _ = try Walk(decoder: decoder).decode(type, from: root, at: [])
+            _ = try Walk(decoder: decoder, refused: refused, isLeaf: isLeaf).decode(type, from: root, at: [])
         } catch let misfit as Misfit {
             return misfit
         } catch {
@@ -103,12 +127,18 @@ extension Dictionary: StringKeyedDictionary where Key == String {}
 /// One walk over a parsed body. A class: its step count is shared by every container of the walk.
 private final class Walk {
     let decoder: JSONDecoder
+    /// Whether an error is the refusal looked for (a number's "not valid JSON", an ISO 8601 date's).
+    private let refused: (any Error) -> Bool
+    /// Whether a value of a type is what is refused, rather than a container to look into.
+    private let isLeaf: (Any.Type) -> Bool
     /// How many values have been asked for, and how deep the walk is: bounds for types that ask forever.
     private var steps = 0
     private var depth = 0
 
-    init(decoder: JSONDecoder) {
+    init(decoder: JSONDecoder, refused: @escaping (any Error) -> Bool, isLeaf: @escaping (Any.Type) -> Bool) {
         self.decoder = decoder
+        self.refused = refused
+        self.isLeaf = isLeaf
     }
 
     /// `value` decoded as `type` by the decoder; if it refuses it as "not valid JSON", the `Misfit`
@@ -120,9 +150,9 @@ private final class Walk {
         else { throw WalkStopped() }
         do {
             return try decoder.decode(type, from: json)
-        } catch let error where JSONNumberFit.isNotValidJSONReport(error) {
+        } catch let error where refused(error) {
             let isContainer = value is [Any] || value is [String: Any]
-            if !isContainer, type is any BinaryInteger.Type || type is any BinaryFloatingPoint.Type {
+            if !isContainer, isLeaf(type) {
                 throw JSONNumberFit.Misfit(
                     codingPath: path, number: String(decoding: json, as: UTF8.self), type: "\(type)")
             }

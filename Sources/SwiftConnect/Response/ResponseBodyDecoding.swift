@@ -109,6 +109,10 @@ func decodeBody<Decoded: Decodable>(
         } else if let json = decoder as? JSONDecoder, JSONNumberFit.isNotValidJSONReport(error) {
             // The JSON parses: Foundation says "not valid JSON", with no path, of a number that does not fit its type.
             failure.explainNumberMisfit(JSONNumberFit.locate(type, in: text, with: json), decoding: type)
+        } else if let json = decoder as? JSONDecoder, JSONNumberFit.isISO8601DateReport(error),
+            let date = JSONNumberFit.locateDate(type, in: text, with: json)
+        {
+            failure.explainDateMisfit(date, decoding: type)
         }
         throw failure
     }
@@ -187,6 +191,24 @@ extension ConnectError {
     /// This failure (of `JSONDecoder`'s "not valid JSON" report of valid JSON) told of the number that does not fit
     /// its type, found or not, and the path to it. A number under a secret name in ``body`` (a numeric `password`) is
     /// not quoted.
+    /// Says where the date `JSONDecoder`'s `.iso8601` strategy refused is (``JSONNumberFit/locateDate(_:in:with:)``):
+    /// Foundation names the path of the object that holds it, without its key.
+    mutating func explainDateMisfit(_ misfit: JSONNumberFit.Misfit, decoding type: Any.Type) {
+        codingPath = misfit.path
+        secretKeysInPath += Redaction.dataKeysUnderSecretName(in: misfit.codingPath)
+        var value = SingleLineText.make(misfit.number, limit: 40)
+        if let body,
+            Redaction.valueUnderSecretName(
+                at: misfit.codingPath, inJSON: body, contentType: storedHead?.value(of: "Content-Type")) != nil
+        {
+            value = Redaction.placeholder
+        }
+        message =
+            "could not decode \(type) from the response body: the value \(value)"
+            + (misfit.path.map { " at '\($0)'" } ?? "")
+            + " is not an ISO 8601 date (the decoder's dateDecodingStrategy is .iso8601)"
+    }
+
     mutating func explainNumberMisfit(_ misfit: JSONNumberFit.Misfit?, decoding type: Any.Type) {
         codingPath = misfit?.path
         if let found = misfit { secretKeysInPath += Redaction.dataKeysUnderSecretName(in: found.codingPath) }

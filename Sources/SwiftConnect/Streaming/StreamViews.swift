@@ -281,6 +281,10 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
                     // JSONDecoder calls a number that does not fit its type "not valid JSON", with no path.
                     failure.explainNumberMisfit(
                         JSONNumberFit.locate(Element.self, in: line.bytes, with: decoder), decoding: Element.self)
+                } else if JSONNumberFit.isISO8601DateReport(error),
+                    let date = JSONNumberFit.locateDate(Element.self, in: line.bytes, with: decoder)
+                {
+                    failure.explainDateMisfit(date, decoding: Element.self)
                 }
                 failure.message = "line \(line.number) of the stream: " + failure.message
                 if let answer = answer() {

@@ -33,6 +33,30 @@ final class FutureDecodingTests: XCTestCase {
         }
     }
 
+    /// A string the `.iso8601` date strategy does not read: Foundation names the path of the object that holds it
+    /// (`[0]`, or none for a top-level object), not the date's own; the error names the date's path and its value.
+    func testADateTheISO8601StrategyRefusesIsNamedByItsOwnPath() throws {
+        struct Event: Decodable {
+            let id: Int
+            let startsAt: Date
+            let endsAt: Date
+        }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let list = Data(#"[{"id":1,"startsAt":"2024-05-01T10:00:00Z","endsAt":"tomorrow"}]"#.utf8)
+        XCTAssertThrowsError(try Future(value: list).decoded(toType: [Event].self, decoder: decoder).wait()) { error in
+            guard let error = error as? ConnectError else { return XCTFail("\(error)") }
+            XCTAssertEqual(error.kind, .decoding)
+            XCTAssertEqual(error.codingPath, "[0].endsAt")
+            XCTAssertTrue(error.message.contains(#"the value "tomorrow" at '[0].endsAt'"#), error.message)
+            XCTAssertTrue(error.message.contains("ISO 8601"), error.message)
+        }
+        let single = Data(#"{"id":1,"startsAt":"later","endsAt":"2024-05-01T10:00:00Z"}"#.utf8)
+        XCTAssertThrowsError(try Future(value: single).decoded(toType: Event.self, decoder: decoder).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.codingPath, "startsAt", "\(error)")
+        }
+    }
+
     func testMalformedJSONIsADecodingError() {
         XCTAssertThrowsError(try Future(value: Data("{not json".utf8)).decoded(toType: Todo.self).wait()) {
             XCTAssertEqual(($0 as? ConnectError)?.kind, .decoding)

@@ -83,6 +83,30 @@ final class ResponseStreamTests: XCTestCase {
         }
     }
 
+    /// A line whose date the `.iso8601` strategy refuses is reported at the date's own path, as `decoded` reports it.
+    func testALineWithADateTheStrategyRefusesNamesTheDatesPath() async throws {
+        struct Entry: Decodable { let at: Date }
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/feed", with: .stream(chunks(#"{"at":"2024-05-01T10:00:00Z"}"# + "\n" + #"{"at":"soon"}"# + "\n")))
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        var decoded = 0
+        do {
+            for try await _ in Connect(transport: transport, retryPolicy: nil).stream(Feed()).jsonLines(
+                of: Entry.self, decoder: decoder)
+            {
+                decoded += 1
+            }
+            XCTFail("the second line must fail to decode")
+        } catch let error as ConnectError {
+            XCTAssertEqual(decoded, 1)
+            XCTAssertEqual(error.codingPath, "at")
+            XCTAssertTrue(error.message.contains(#"line 2 of the stream"#), error.message)
+            XCTAssertTrue(error.message.contains(#"the value "soon" at 'at' is not an ISO 8601 date"#), error.message)
+        }
+    }
+
     func testAnErrorStatusGoesThroughTheErrorHandlerWithItsBodyRead() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/feed", with: .stream(chunks(#"{"mess"#, #"age":"quota exceeded"}"#), status: 429))
