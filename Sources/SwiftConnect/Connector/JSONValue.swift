@@ -108,6 +108,11 @@ public enum JSONValue: Sendable, Hashable {
     /// let user = try answer["user"]?.decoded(as: User.self)
     /// ```
     ///
+    /// The model gets the numbers as this value holds them: an integer beyond `Int`'s range was read rounded to a
+    /// `Double` when the answer was decoded into a `JSONValue`, and a `UInt64` property decoded from it gets the rounded
+    /// number (`10000000000000000001` arrives as `10000000000000000000`), without an error. Where such digits matter,
+    /// decode the response body into the model itself (`decoded(toType:)`), which reads them exact.
+    ///
     /// - Parameters:
     ///   - type: The model type.
     ///   - decoder: The decoder; a plain `JSONDecoder` by default.
