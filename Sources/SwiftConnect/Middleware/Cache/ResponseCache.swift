@@ -874,16 +874,9 @@ public final class ResponseCache: Sendable {
             cached = cached.answering(request)
             // The caller's own conditions, evaluated against what is served (RFC 9111 §4.3.2).
             if let notModified = Self.notModified(cached, for: request, now: now) { cached = notModified }
-            // Nothing crossed the wire, but a progress bar still ends: told off the caller's thread, as an engine
-            // tells it (``TransferOptions/progress``), so that a handler taking a lock its caller holds, or hopping
-            // synchronously to the caller's queue, does not wait for itself.
-            guard let progress = context.transfer.progress else { return Future(value: cached) }
-            let served = Promise<ConnectResponse>()
-            DispatchQueue.global().async { [cached, request] in
-                Self.reportServed(cached, for: request, to: progress)
-                served.succeed(cached)
-            }
-            return served.future
+            // Nothing crossed the wire, but a progress bar still ends.
+            Self.reportServed(cached, for: request, to: context.transfer.progress)
+            return Future(value: cached)
         }
         if policy == .returnCacheDataDontLoad || asks.onlyIfCached {
             // Why nothing stored answers: the stored response found (`revalidated`) is not served as it is.
