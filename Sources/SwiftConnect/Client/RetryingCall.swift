@@ -248,13 +248,19 @@ final class RetryingCall:
         }
         // Its timer fired before the attempt was registered here (a timeout shorter than `send`'s return).
         if abandoned { cancelAbandoned(future, attempt: attempt) }
+        // A future already complete (a cache hit, a synchronous middleware) runs its callback here, on the caller's
+        // thread for a first attempt (``attemptEnded(_:result:advice:progress:completedAtOnce:)``).
+        let adding = progress.map { _ in Protected(true) }
         future.whenComplete { result in
-            self.attemptEnded(attempt, result: result, advice: advice, progress: progress)
+            let atOnce = adding?.withLock { $0 } ?? false
+            self.attemptEnded(attempt, result: result, advice: advice, progress: progress, completedAtOnce: atOnce)
         }
+        adding?.withLock { $0 = false }
     }
 
     private func attemptEnded(
-        _ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice, progress: AttemptProgress?
+        _ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice, progress: AttemptProgress?,
+        completedAtOnce: Bool = false
     ) {
         let sentStreams = advice.sentStreams
         let (isOver, attemptDeadline, wasAbandoned) = withState {
@@ -286,8 +292,9 @@ final class RetryingCall:
                 ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request))
             : result
         guard attempt < maxAttempts, let wait = delay(after: result, attempt: attempt, advice: advice) else {
-            progress?.settle(isTheAnswer: true)
-            return end(with: reporting(withState { $0.attemptsMade }, on: result))
+            return end(
+                with: reporting(withState { $0.attemptsMade }, on: result), telling: progress,
+                offThisThread: completedAtOnce)
         }
         let waited = withState { state -> TimeInterval in
             defer { state.waited += wait }
@@ -299,8 +306,7 @@ final class RetryingCall:
             let elapsed = max(Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9, waited)
             // The next attempt could not start before the deadline: the outcome so far is the better answer.
             if elapsed + wait >= deadline.seconds {
-                progress?.settle(isTheAnswer: true)
-                return end(with: reporting(attempt, on: result))
+                return end(with: reporting(attempt, on: result), telling: progress, offThisThread: completedAtOnce)
             }
         }
         // Another attempt follows: this one's body was not the call's. The part of a download it kept is where the
@@ -479,6 +485,24 @@ final class RetryingCall:
         inFlight.cancel(failingWith: timedOut)
         guard startsHere else { return }
         while continueStarting() { startAttempt() }
+    }
+
+    /// Ends the call with the outcome of the attempt whose `progress` it is: the end of the body it held is told
+    /// first. With `offThisThread` (the attempt's future was complete when its callback was added, so this may be the
+    /// caller's thread, inside `request(...)`), both happen on another thread: a handler taking a lock its caller
+    /// holds, or hopping synchronously to its queue, would wait for itself (``TransferOptions/progress`` promises a
+    /// thread of the transport's, and an engine tells it from one).
+    private func end(
+        with result: Result<ConnectResponse, any Error>, telling progress: AttemptProgress?, offThisThread: Bool
+    ) {
+        guard offThisThread, let progress else {
+            progress?.settle(isTheAnswer: true)
+            return end(with: result)
+        }
+        DispatchQueue.global().async {
+            progress.settle(isTheAnswer: true)
+            self.end(with: result)
+        }
     }
 
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.

@@ -51,6 +51,30 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(reports[1], [reports[0].last].compactMap { $0 })
     }
 
+    /// A hit's report reaches the handler on another thread than the caller's, as an engine's does: a handler that
+    /// takes a lock its caller holds while it calls waited for itself.
+    func testAHitReportsItsProgressOffTheCallersThread() throws {
+        let (connect, transport, _) = makeClient()
+        var options = RequestOptions(cache: CacheRule(timeToLive: 60))
+        _ = try connect.request(Item(path: "/a"), options: options).wait(timeout: 5)
+        let callerLock = NSLock()
+        let reported = Recorder<Bool>()
+        options.progress = { _ in
+            // Taken and let go at once when free; held by the caller, it is not free on the caller's thread.
+            let free = callerLock.lock(before: Date().addingTimeInterval(5))
+            if free { callerLock.unlock() }
+            reported.append(free)
+        }
+        // When: the hit is asked for while the caller holds the lock
+        callerLock.lock()
+        let call = connect.request(Item(path: "/a"), options: options)
+        callerLock.unlock()
+        // Then
+        XCTAssertEqual(try call.wait(timeout: 10), Data(#"{"v":"a"}"#.utf8))
+        XCTAssertEqual(transport.requests.count, 1, "the second call is a hit")
+        XCTAssertEqual(reported.values, [true], "the handler waited for the lock its caller held")
+    }
+
     /// One user's cached response is never served to another: requests with credentials are stored apart for
     /// each set of credentials, and removing a key removes every user's copy.
     /// A stored answer never makes a request the wire would refuse succeed: a field with CR/LF from the call's
