@@ -51,8 +51,9 @@ public protocol ConnectObserver: Sendable {
 /// hedge's two sends, once the other was answered): ``ConnectError/Kind/cancelled`` is the truth of that send, and the
 /// call's end tells how the call went. Those ends, and a token refresh the call's rejection started, are the only events
 /// told after the call's end: what a send the call did not wait for meets later (a queue wait, a redirect) is not told.
-/// A token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its own state
-/// thread-safe.
+/// The events of one call are told one at a time, in that order, from whichever thread meets them (a token refresh or
+/// a queue wait from another thread than the attempt's): an observer shared by several calls keeps its own state
+/// thread-safe, and one that waits in ``record(_:)`` for another thread working on the same call waits for itself.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.
     ///
@@ -80,9 +81,9 @@ struct CallObservation: Sendable {
     /// Per attempt, the sends told started and ended, so that each send is told ended once: a middleware may send an
     /// attempt's request more than once (calling `next` again), and each send is told as its own.
     private let sends: Protected<[Int: (started: Int, ended: Int)]>
-    /// Whether the call's end was told: after it, only the ends of sends told started before it are (a stage that
-    /// hands on a request late, the second send of a hedge leaving the queue, tells nothing more).
-    private let ended: Protected<Bool>
+    /// Whether the call's end was told, and the lock held while the observers are told: events that two threads meet
+    /// (an attempt starting as the deadline ends the call) reach every observer in one order, the end last.
+    private let telling: Telling
     /// Open while the call listens to the request this copy is carried by (``sharing(relayingTo:)``): a request
     /// several calls share (``RequestCoalescer``) goes on after the call whose context it carries has left, and that
     /// call hears of it no more. `nil`: always open.
@@ -99,7 +100,7 @@ struct CallObservation: Sendable {
     init(observers: [any ConnectCallObserver]) {
         self.observers = observers
         sends = Protected([:])
-        ended = Protected(false)
+        telling = Telling()
         listens = nil
         relay = nil
         fieldsInstead = nil
@@ -107,12 +108,12 @@ struct CallObservation: Sendable {
 
     private init(
         observers: [any ConnectCallObserver], sends: Protected<[Int: (started: Int, ended: Int)]>,
-        ended: Protected<Bool>, relay: @escaping @Sendable (ConnectEvent) -> Void,
+        telling: Telling, relay: @escaping @Sendable (ConnectEvent) -> Void,
         fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)?
     ) {
         self.observers = observers
         self.sends = sends
-        self.ended = ended
+        self.telling = telling
         listens = Protected(true)
         self.relay = relay
         self.fieldsInstead = fieldsInstead
@@ -125,7 +126,8 @@ struct CallObservation: Sendable {
         relayingTo relay: @escaping @Sendable (ConnectEvent) -> Void,
         fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)? = nil
     ) -> CallObservation {
-        CallObservation(observers: observers, sends: sends, ended: ended, relay: relay, fieldsInstead: fieldsInstead)
+        CallObservation(
+            observers: observers, sends: sends, telling: telling, relay: relay, fieldsInstead: fieldsInstead)
     }
 
     /// No observers, for a request other calls share when the call that makes it has none: the events told to it
@@ -135,7 +137,7 @@ struct CallObservation: Sendable {
         fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)? = nil
     ) -> CallObservation {
         CallObservation(
-            observers: [], sends: Protected([:]), ended: Protected(false), relay: relay, fieldsInstead: fieldsInstead)
+            observers: [], sends: Protected([:]), telling: Telling(), relay: relay, fieldsInstead: fieldsInstead)
     }
 
     /// Tells this copy's observers nothing more, nor asks them for fields (see ``sharing(relayingTo:)``).
@@ -167,18 +169,17 @@ struct CallObservation: Sendable {
     func record(_ event: ConnectEvent) {
         relay?(event)
         if let listens, !listens.withLock({ $0 }) { return }
+        telling.lock.lock()
+        defer { telling.lock.unlock() }
         // The call's end is its last event, but for the ends of the sends it cut short (``recordEnd(of:status:error:)``).
-        let isLate = ended.withLock { ended -> Bool in
-            switch event {
-            case .callEnded:
-                defer { ended = true }
-                return ended
-            // A send it cut short ends; a token refresh its rejection started may outlive it and is told.
-            case .attemptEnded, .tokenRefreshStarted, .tokenRefreshEnded: return false
-            default: return ended
-            }
+        switch event {
+        case .callEnded:
+            if telling.ended { return }
+            telling.ended = true
+        // A send it cut short ends; a token refresh its rejection started may outlive it and is told.
+        case .attemptEnded, .tokenRefreshStarted, .tokenRefreshEnded: break
+        default: if telling.ended { return }
         }
-        if isLate { return }
         for observer in observers { observer.record(event) }
     }
 
@@ -186,7 +187,10 @@ struct CallObservation: Sendable {
     /// once the call's end was told.
     func recordStart(of attempt: Int, request: ConnectRequest) {
         if let listens, !listens.withLock({ $0 }) { return }
-        guard !ended.withLock({ $0 }) else { return }
+        // Counted only when told: a start the call's end came before has no end to tell.
+        telling.lock.lock()
+        defer { telling.lock.unlock() }
+        guard !telling.ended else { return }
         sends.withLock { $0[attempt, default: (0, 0)].started += 1 }
         record(.attemptStarted(attempt: attempt, request: request))
     }
@@ -222,6 +226,19 @@ struct CallObservation: Sendable {
         for observer in observers {
             for field in observer.headerFields(forAttempt: attempt) { request.headerFields[field.name] = field.value }
         }
+    }
+}
+
+extension CallObservation {
+    /// Whether a call's end was told, and the lock its observers are told under.
+    final class Telling: @unchecked Sendable {
+        /// Protects `ended`, and is held while the observers are told, so that no two events reach them at once.
+        /// Recursive: an observer that ends the call as it hears of an event (cancelling it) is told the end on its
+        /// own thread, inside that event, instead of waiting for a lock its thread holds.
+        let lock = NSRecursiveLock()
+        /// Whether the call's end was told: after it, only the ends of sends told started before it are (a stage
+        /// that hands on a request late, the second send of a hedge leaving the queue, tells nothing more).
+        var ended = false
     }
 }
 
