@@ -105,7 +105,9 @@ public struct PartialDownload: Sendable, Hashable {
     }
 
     /// A `Content-Range` field's first byte, last byte and complete length (`nil` for `*`), or `nil` if it is not
-    /// `bytes first-last/length`.
+    /// `bytes first-last/length` in digits, or is invalid by RFC 9110 §14.4: a last byte before the first, or a
+    /// complete length not past the last byte (a negative one, `-9223372036854775808`, made the last byte's check
+    /// overflow and stop the process).
     static func contentRange(_ field: String?) -> (first: Int64, last: Int64, total: Int64?)? {
         guard let field = field?.trimmingCharacters(in: .whitespaces), field.lowercased().hasPrefix("bytes ") else {
             return nil
@@ -114,12 +116,18 @@ public struct PartialDownload: Sendable, Hashable {
         let halves = spec.split(separator: "/", omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
         let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last else {
+        guard bounds.count == 2, let first = digits(bounds[0]), let last = digits(bounds[1]), first <= last else {
             return nil
         }
-        let total = halves[1] == "*" ? nil : Int64(halves[1])
-        if halves[1] != "*", total == nil { return nil }
+        let total = halves[1] == "*" ? nil : digits(halves[1])
+        if halves[1] != "*", total.map({ $0 > last }) != true { return nil }
         return (first, last, total)
+    }
+
+    /// A number written in ASCII digits only (no sign, no space), or `nil`, also when an `Int64` cannot hold it.
+    private static func digits(_ text: some StringProtocol) -> Int64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int64(text)
     }
 
     /// How many bytes a `Content-Range` field names (`last - first + 1`), or `nil` if it is not
@@ -142,7 +150,7 @@ public struct PartialDownload: Sendable, Hashable {
         guard let field = field?.trimmingCharacters(in: .whitespaces), field.lowercased().hasPrefix("bytes */") else {
             return nil
         }
-        return Int64(field.dropFirst("bytes */".count).trimmingCharacters(in: .whitespaces))
+        return digits(field.dropFirst("bytes */".count).trimmingCharacters(in: .whitespaces))
     }
 
     /// Why a `206` answering a resume (its `Content-Range` field) does not continue this part to the end of the body,

@@ -102,6 +102,24 @@ final class PartialDownloadTests: XCTestCase {
         XCTAssertNil(PartialDownload.unsatisfiedLength("bytes 0-3/4"))
     }
 
+    /// A `Content-Range` the server controls is refused when RFC 9110 §14.4 says it is invalid, never read as numbers
+    /// that overflow: a negative complete length, `Int64.min`, stopped the process on the last byte's check when the
+    /// first answer had no length.
+    func testAnInvalidContentRangeIsAProblemNotACrash() throws {
+        let unsized = try partial(Data("abcd".utf8), total: nil)
+        for field in [
+            "bytes 4-9/-9223372036854775808", "bytes 4-9/-1", "bytes 4-9/9", "bytes 4-9/0", "bytes +4-9/10",
+            "bytes 4-+9/10", "bytes 4-9/+10", "bytes 4-9/ 10", "bytes 4-9/99999999999999999999",
+        ] {
+            XCTAssertNotNil(unsized.rangeProblem(field), field)
+            XCTAssertNil(PartialDownload.contentRange(field), field)
+        }
+        XCTAssertNil(unsized.rangeProblem("bytes 4-9/10"))
+        XCTAssertNil(unsized.rangeProblem("bytes 4-\(Int64.max - 1)/\(Int64.max)"))
+        XCTAssertNil(PartialDownload.unsatisfiedLength("bytes */-4"))
+        XCTAssertNil(PartialDownload.unsatisfiedLength("bytes */+4"))
+    }
+
     /// A client over a ``FakeTransport`` that answers `/files/7` with the last 6 of its 10 bytes (`efghij`, a 206),
     /// and the destination to download to.
     private func inMemoryResume() -> (FakeTransport, Connect, URL) {
