@@ -372,7 +372,7 @@ struct MiddlewareChain: Sendable {
                 let whole = context.options.acceptsEveryStatus == true
                 return Self.readingErrorBody(
                     of: response, upTo: streaming.errorBodyLimit, whole: whole,
-                    within: whole ? nil : min(streaming.idleTimeout ?? Self.errorExcerptTime, Self.errorExcerptTime))
+                    within: whole ? nil : streaming.errorExcerptTime)
             }
         }
         if let stage = passing[index] {

@@ -139,10 +139,23 @@ extension TransferOptions {
 }
 
 extension StreamingOptions {
+    /// ``idleTimeout`` when it is a positive finite number; `nil`, as documented, for any other value (zero, negative,
+    /// NaN, infinity), which sets no limit and so does not stand in the way of one that would.
+    var usableIdleTimeout: TimeInterval? {
+        idleTimeout.flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
+    }
+
+    /// How long an error response's body is read for its excerpt: ten seconds, or the idle timeout if shorter. A
+    /// value that sets no idle limit (zero, negative, NaN) gives the ten seconds, as `nil` does: it read the body
+    /// with no time limit at all, and a server trickling an error body held the call for ever.
+    var errorExcerptTime: TimeInterval {
+        min(usableIdleTimeout ?? MiddlewareChain.errorExcerptTime, MiddlewareChain.errorExcerptTime)
+    }
+
     /// These options with `idle` (``RequestOptions/idleTimeout``) as their idle timeout when they set none: the
     /// stream's own wins.
     func takingIdleTimeout(_ idle: TimeInterval?) -> StreamingOptions {
-        guard idleTimeout == nil, let idle else { return self }
+        guard usableIdleTimeout == nil, let idle else { return self }
         var options = self
         options.idleTimeout = idle
         return options
