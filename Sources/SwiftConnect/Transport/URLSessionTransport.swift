@@ -71,6 +71,9 @@ public final class URLSessionTransport: Transport {
     /// (``takingOverSecretHeaders(of:)``); for a session of the app's, as well as the session, so that errors and
     /// logs hide them.
     private let sessionSecretHeaders: HeaderFields
+    /// Why the app's session (``init(session:)``) cannot send a request here, each request failing with it, nothing
+    /// sent; `nil` for every other session (``unusableSessionTimeout(of:)``).
+    private let sessionProblem: ConnectError?
     /// How many short-lived sessions of a transfer's hop this transport has made (Linux), for tests.
     let isolatedSessionsMade = Protected(0)
     /// How many times this transport has invalidated the short-lived session of a transfer (Linux), for tests:
@@ -114,6 +117,7 @@ public final class URLSessionTransport: Transport {
         self.pins = pins
         let (configuration, secretHeaders) = Self.takingOverSecretHeaders(of: Self.withUsableTimeouts(configuration))
         sessionSecretHeaders = secretHeaders
+        sessionProblem = nil
         reflectionHidden = Unreflected(
             (URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil), delegate),
             summary: "URLSession (its configuration and stores not shown)")
@@ -122,7 +126,10 @@ public final class URLSessionTransport: Transport {
 
     /// Creates a transport over an existing session, which the caller keeps ownership of.
     ///
-    /// The session is used as it is. On Linux it therefore parses cookies with FoundationNetworking's parser, which
+    /// The session is used as it is. On Linux, one whose `timeoutIntervalForRequest` or `timeoutIntervalForResource`
+    /// is more than FoundationNetworking can take (`.infinity`, more than a year, NaN), which stops the process at its
+    /// first request, fails every request with ``ConnectError/Kind/transport``, nothing sent: give it a year at most,
+    /// or use ``init(configuration:)``, which takes a year in its place. On Linux it also parses cookies with FoundationNetworking's parser, which
     /// stops the process on some `Set-Cookie` fields a hostile server can send (`😀=`); the transport's own sessions
     /// (``init(configuration:)``) do not. With a server you do not trust, prefer those, or give the session a
     /// configuration with `httpCookieAcceptPolicy = .never`.
@@ -135,6 +142,7 @@ public final class URLSessionTransport: Transport {
         // own field wins over the session's, with the same value), and the request shows what was sent.
         sessionSecretHeaders = Self.takingOverSecretHeaders(of: session.configuration).1
         resourceTimeout = Self.resourceTimeout(of: session.configuration)
+        sessionProblem = Self.unusableSessionTimeout(of: session.configuration)
     }
 
     /// The configuration a transport's own session runs with, and the fields of its `httpAdditionalHeaders` named
@@ -231,6 +239,7 @@ public final class URLSessionTransport: Transport {
     /// completion-handler path when `checked` says the caller has run it (the `ConnectRequest` it was made from). Every
     /// other path runs through the core's exchange, which checks each hop itself.
     private func send(_ unprepared: URLRequest, transfer: TransferOptions, checked: Bool) -> Future<ConnectResponse> {
+        if let sessionProblem { return Future(error: sessionProblem) }
         let unprepared = sessionSecretHeaders.isEmpty ? unprepared : withSessionSecretHeaders(unprepared)
         if let refusal = ServerTrustPinning.refusal(of: unprepared, pins: pins) { return Future(error: refusal) }
         let request: URLRequest
@@ -279,6 +288,7 @@ public final class URLSessionTransport: Transport {
     /// resumed from one queue of the transport's, off the caller and off Swift's concurrency pool: there URLSession's
     /// internal queue can be held for as long as another request's streamed body waits for its next chunk.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        if let sessionProblem { return Future(error: sessionProblem) }
         let request = sessionSecretHeaders.isEmpty ? request : withSessionSecretHeaders(request)
         guard delegate != nil, !(transfer.isPlain && !request.body.isPresent) else {
             // Without the blanks around values (RFC 9110 §5.5), as the exchange sends them: libcurl would leave out

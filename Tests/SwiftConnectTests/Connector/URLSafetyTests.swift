@@ -302,6 +302,38 @@ final class URLSafetyTests: XCTestCase {
         XCTAssertEqual(server.requestCount(for: "GET", path: "/ok"), 3)
     }
 
+    /// The same timeouts on a session of the app's, which the transport cannot change: on Linux each request fails,
+    /// typed, nothing sent (FoundationNetworking stopped the process at the first); elsewhere they go through.
+    func testAnAppsSessionWithATimeoutTooLargeForFoundationNetworkingFailsTyped() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/ok") { _ in .json(["ok": true]) }
+        for seconds in [TimeInterval.infinity, 1e300, .nan] {
+            for resource in [false, true] {
+                let configuration = URLSessionTransport.defaultConfiguration
+                if resource {
+                    configuration.timeoutIntervalForResource = seconds
+                } else {
+                    configuration.timeoutIntervalForRequest = seconds
+                }
+                let session = URLSession(configuration: configuration)
+                defer { session.finishTasksAndInvalidate() }
+                let connect = Connect(transport: URLSessionTransport(session: session), retryPolicy: nil)
+                let call = connect.request(Endpoint(baseURL: server.baseURL, endpoint: "/ok"))
+                #if canImport(FoundationNetworking)
+                    let error = try XCTUnwrap(connectError(of: call))
+                    XCTAssertEqual(error.kind, .transport, error.description)
+                    XCTAssertTrue(error.message.contains("URLSessionTransport(configuration:)"), error.message)
+                #else
+                    XCTAssertNoThrow(try call.wait(timeout: 30))
+                #endif
+            }
+        }
+        #if canImport(FoundationNetworking)
+            XCTAssertEqual(server.requestCount(for: "GET", path: "/ok"), 0)
+        #endif
+    }
+
     /// A request's own timeout, not the session's, bounds a plain request (a GET, no body): FoundationNetworking
     /// takes the session's `timeoutIntervalForRequest` for a request whose timeout it was never told was set (one
     /// made with `URLRequest(url:cachePolicy:timeoutInterval:)`), so a 10 s request on a 1 s session failed at 1 s,

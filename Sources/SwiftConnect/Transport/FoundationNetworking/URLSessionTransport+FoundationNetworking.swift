@@ -133,6 +133,30 @@ extension URLSessionTransport {
         if !usable(copy.timeoutIntervalForResource) { copy.timeoutIntervalForResource = longestTimeout }
         return copy
     }
+
+    /// Why a session of the app's cannot send on FoundationNetworking, or `nil`: one of its timeouts does not fit in
+    /// whole milliseconds (``withUsableTimeouts(_:)``). Always `nil` on other platforms.
+    ///
+    /// Defect: as for ``withUsableTimeouts(_:)``; the session is the app's (``init(session:)``) and its configuration
+    /// fixed once it was made, so each request fails, typed, instead of the process stopping at the first.
+    ///
+    /// Test: `URLSafetyTests.testAnAppsSessionWithATimeoutTooLargeForFoundationNetworkingFailsTyped`.
+    static func unusableSessionTimeout(of configuration: URLSessionConfiguration) -> ConnectError? {
+        #if canImport(FoundationNetworking)
+            let timeouts = [
+                ("timeoutIntervalForRequest", configuration.timeoutIntervalForRequest),
+                ("timeoutIntervalForResource", configuration.timeoutIntervalForResource),
+            ]
+            for (name, seconds) in timeouts where !(seconds <= longestTimeout) {
+                return ConnectError(
+                    .transport,
+                    message: "the session's \(name) (\(seconds) s) is more than FoundationNetworking can take (it stops "
+                        + "the process as it converts it to milliseconds): give the session a year at most, or use "
+                        + "URLSessionTransport(configuration:), which takes a year in its place; nothing was sent")
+            }
+        #endif
+        return nil
+    }
 }
 
 // MARK: - A URL whose host is an IPv6 address literal fails as a bare badURL
