@@ -280,8 +280,10 @@ final class RetryingCall:
         }
         attemptDeadline?.cancel()
         guard !isOver else {
-            // Nobody hears of this attempt's outcome: the part of a download it kept would stay on disk unknown.
+            // Nobody hears of this attempt's outcome: the part of a download it kept would stay on disk unknown, and
+            // a streamed body would hold its transfer (and connection) until the server stopped.
             Self.partialDownload(of: result)?.discard()
+            Self.stopBody(of: result)
             return
         }
         // The attempt's own timeout cancelled it: it timed out, which the policy may retry. (An attempt that ended
@@ -309,9 +311,11 @@ final class RetryingCall:
                 return end(with: reporting(attempt, on: result), telling: progress, offThisThread: completedAtOnce)
             }
         }
-        // Another attempt follows: this one's body was not the call's. The part of a download it kept is where the
-        // next attempt resumes (a call that cannot resume starts the body again, and the part goes).
+        // Another attempt follows: this one's body was not the call's (a streamed one stops: nobody reads it, and it
+        // held its connection while the server sent). The part of a download it kept is where the next attempt
+        // resumes (a call that cannot resume starts the body again, and the part goes).
         progress?.settle(isTheAnswer: false)
+        Self.stopBody(of: result)
         if let part = Self.partialDownload(of: result) {
             if let resumption = context.transfer.resumption {
                 resumption.advance(to: part)
@@ -561,7 +565,12 @@ final class RetryingCall:
         if result == nil { context.transfer.resumption?.takeTheCalls()?.discard() }
         // Only the end that ended the call completes it: a second one (an answer judged while the deadline passed)
         // would give the caller another outcome than the one its observers were told.
-        if let result, !wasOver { promise.completeIfPending(with: result) }
+        if let result, !wasOver { promise.completeIfPending(with: result) } else if let result { Self.stopBody(of: result) }
+    }
+
+    /// Stops the streamed body of an answer the call does not deliver.
+    private static func stopBody(of result: Result<ConnectResponse, any Error>) {
+        if case .success(let response) = result { response.bodyStream?.cancel() }
     }
 
     private static func isCancellation(_ result: Result<ConnectResponse, any Error>) -> Bool {

@@ -85,6 +85,35 @@ final class StreamCancelRaceTests: XCTestCase {
         try await stopped.future.value(timeout: 10)
     }
 
+    /// A middleware that asks for another attempt after a streamed 200 (a stale answer it will not hand up, say): the
+    /// first answer's body, which nobody reads, stops. It held its transfer, and on a real engine its connection, for
+    /// as long as the server sent (for ever here), once the buffer filled.
+    func testAStreamedAnswerAnotherAttemptReplacesStopsItsBody() async throws {
+        let transport = FakeTransport()
+        let (firstStopped, secondStopped) = (Promise<Void>(), Promise<Void>())
+        func feed(_ stopped: Promise<Void>) -> FakeResponse {
+            .stream(headers: ["Content-Type": "text/event-stream"]) { body in
+                while await body.send(Data("data: x\n\n".utf8)) {}
+                stopped.succeed(())
+            }
+        }
+        transport.stub(.get, "/feed", with: [feed(firstStopped), feed(secondStopped)])
+        let retryingOnce = AnyMiddleware { request, context, next in
+            next(request).map { response in
+                if context.attempt == 1 { context.retryAdvice.request(after: 0) }
+                return response
+            }
+        }
+        let stream = Connect(transport: transport, middlewares: [retryingOnce], retryPolicy: nil).stream(Feed())
+
+        var events = stream.events.makeAsyncIterator()
+        _ = try await events.next()
+        XCTAssertEqual(transport.requests.count, 2)
+        try await firstStopped.future.value(timeout: 10)
+        stream.cancel()
+        try await secondStopped.future.value(timeout: 10)
+    }
+
     /// A middleware that refuses a streamed answer (a signature check, say) fails the call: the body it dropped stops.
     func testAStreamedAnswerAMiddlewareRefusesStopsItsBody() async throws {
         let transport = FakeTransport()
