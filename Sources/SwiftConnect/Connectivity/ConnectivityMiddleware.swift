@@ -71,7 +71,8 @@ public struct ConnectivityMiddleware: Middleware {
     ///   - monitor: Reports the network's state and its changes.
     ///   - policy: What a new request does while offline, unless its connector or call says otherwise.
     ///     Defaults to ``ConnectivityPolicy/waitForConnectivity``.
-    ///   - queue: A queue to hold while offline and let go when the network returns.
+    ///   - queue: A queue to hold while offline and let go when the network returns: the client's
+    ///     (`Connect(requestQueue:)`), which the client keeps; the middleware holds it weakly.
     public init(
         monitor: any ConnectivityMonitor, policy: ConnectivityPolicy = .waitForConnectivity,
         pausing queue: RequestQueue? = nil
@@ -105,6 +106,11 @@ public struct ConnectivityMiddleware: Middleware {
 
 /// The requests a ``ConnectivityMiddleware`` holds back, and the state it last heard from its monitor.
 final class ConnectivityGate: Sendable {
+    /// A queue held weakly.
+    private struct WeakQueue: Sendable {
+        weak var queue: RequestQueue?
+    }
+
     /// A request waiting for the network.
     private struct Waiting {
         let request: ConnectRequest
@@ -132,7 +138,11 @@ final class ConnectivityGate: Sendable {
     }
 
     let monitor: any ConnectivityMonitor
-    private let queue: RequestQueue?
+    /// Held weakly, as the client's queue stage holds it (``RequestQueueStage``): a request waiting in a paused queue
+    /// holds the pipeline, and so this gate, and a strong hold here kept the queue, and that request, for good after
+    /// the app let go of them (the queue's `deinit` fails what waits in it). The clients that use it hold it.
+    private let queueReference: WeakQueue
+    private var queue: RequestQueue? { queueReference.queue }
     /// The middleware's own policy: the queue lets through, while held, what it lets through.
     private let policy: ConnectivityPolicy
     private let state: Protected<State>
@@ -145,7 +155,7 @@ final class ConnectivityGate: Sendable {
 
     init(monitor: any ConnectivityMonitor, queue: RequestQueue?, policy: ConnectivityPolicy = .waitForConnectivity) {
         self.monitor = monitor
-        self.queue = queue
+        queueReference = WeakQueue(queue: queue)
         self.policy = policy
         state = Protected(State(isConnected: true))
         // Registered before the state is read, so that no change falls between the two; the state read is applied

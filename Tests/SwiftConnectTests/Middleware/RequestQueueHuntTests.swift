@@ -286,6 +286,32 @@ final class RequestQueueHuntTests: XCTestCase {
         XCTAssertNil(releasedQueue, "the queue is freed")
     }
 
+    /// The same through a `ConnectivityMiddleware` that pauses the queue while offline: the middleware held the queue,
+    /// and the waiting request the middleware, so nothing was freed and the request waited for ever.
+    func testAPausedQueueAConnectivityMiddlewareFollowsIsFreedWithItsClient() throws {
+        let transport = FakeTransport.answering(.status(200))
+        weak var releasedQueue: RequestQueue?
+        var endpoint = Endpoint(endpoint: "/waiting")
+        endpoint.timeout = .infinity
+        let future: Future<Data> = {
+            let queue = RequestQueue(maxConcurrentRequests: 1)
+            releasedQueue = queue
+            queue.pause()
+            let connectivity = ConnectivityMiddleware(
+                monitor: FakeConnectivityMonitor(.connected), pausing: queue)
+            let connect = Connect(
+                transport: transport, middlewares: [connectivity], retryPolicy: nil, requestQueue: queue)
+            return connect.request(endpoint)
+        }()
+
+        guard case .failure(let error)? = try? future.waitForResult(timeout: 5) else {
+            return XCTFail("still waiting, or sent: \(String(describing: future.result))")
+        }
+        XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
+        XCTAssertTrue(transport.requests.isEmpty)
+        XCTAssertNil(releasedQueue, "the queue is freed")
+    }
+
     /// A retry that comes after its paused queue was released (the first attempt ran, the client and the app let go
     /// of the queue during the backoff) fails `cancelled`, unsent, as the requests waiting in it did: it is not sent
     /// past the pause, nor left waiting in a queue nobody can resume.
