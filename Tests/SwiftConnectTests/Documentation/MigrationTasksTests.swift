@@ -197,7 +197,7 @@ final class MigrationTasksTests: XCTestCase {
 
     /// AsyncHTTPClient's `execute(_:timeout:)` is the call's deadline: `RequestOptions(timeout:)`, a ``Route``'s
     /// `timeout:` or a built request's `timeoutInterval` fails a call the server does not answer in time with
-    /// `.timedOut` (`HTTPClientError.deadlineExceeded`), and the server is left waiting, not the caller.
+    /// `.timedOut` (in place of `HTTPClientError.deadlineExceeded`), and the server is left waiting, not the caller.
     func testAsyncHTTPClientADeadlineFailsTheCallAsTimedOut() throws {
         let release = Gate()
         defer { release.open() }

@@ -107,9 +107,13 @@ public final class AsyncHTTPClientTransport: Transport {
     let affinity: LoopAffinity
     /// Whether ``shutdown()`` has been called (so `deinit` has nothing left to do).
     private let shutDown = NIOLockedValueBox(false)
+    /// Why every request is refused, nothing sent: the app's client follows redirects itself
+    /// (``init(client:pins:tlsConfiguration:)``). `nil`: requests go.
+    private let refusal: String?
 
     /// The configuration of a transport's own client: AsyncHTTPClient's defaults, with its decompression off, and a
-    /// connection that cannot be made failing at once (``SwiftConnect/RetryPolicy`` decides what is tried again).
+    /// connection that cannot be made failing at once (``SwiftConnect/RetryPolicy`` decides what is tried again), and
+    /// no redirect followed by AsyncHTTPClient (an app's client made with it is one the transport can run on).
     /// The transport turns redirect following off in whatever configuration it is given: it follows redirects
     /// itself, by SwiftConnect's rules. AsyncHTTPClient's own tracing is off (`tracing.tracer = nil`): it would make
     /// a second span per request with the bootstrapped tracer, its URL's query in clear; the Tracing package's
@@ -125,6 +129,9 @@ public final class AsyncHTTPClientTransport: Transport {
         // A connection that cannot be made fails the request at once, as with URLSession, instead of being tried
         // again until the connect timeout: SwiftConnect's RetryPolicy decides what is tried again, and when.
         configuration.connectionPool.retryConnectionEstablishment = false
+        // SwiftConnect follows redirects by its own rules; an app's client made with this configuration must not
+        // (``init(client:pins:tlsConfiguration:)`` refuses one that does).
+        configuration.redirectConfiguration = .disallow
         // No span of AsyncHTTPClient's own: it would take the tracer bootstrapped at this moment and make a second
         // CLIENT span per hop, the root of a trace of its own, with the URL's query in clear (`url.full`, `url.query`:
         // `?api_key=…`). The Tracing package's `TracingObserver` makes the call's spans, their URLs redacted.
@@ -139,7 +146,7 @@ public final class AsyncHTTPClientTransport: Transport {
     ///     is replaced: the transport follows redirects itself. Its tracer is removed (`tracing.tracer = nil`), as
     ///     in ``defaultConfiguration``: a `Configuration` made after a tracer was bootstrapped holds that tracer, and
     ///     AsyncHTTPClient would make a span of its own per request, its URL's query in clear (to keep AsyncHTTPClient's
-    ///     spans, give the transport your client: ``init(client:pins:)``). Defaults to ``defaultConfiguration``.
+    ///     spans, give the transport your client: ``init(client:pins:tlsConfiguration:)``). Defaults to ``defaultConfiguration``.
     ///   - eventLoopGroup: The event loops the client runs on. Defaults to AsyncHTTPClient's shared group.
     ///   - pins: Certificate pins, checked during the handshake (see "Certificate pinning" above), with the
     ///     configuration's `tlsConfiguration` for trust. A pinned host is refused, nothing sent, when it cannot be
@@ -159,6 +166,7 @@ public final class AsyncHTTPClientTransport: Transport {
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
         affinity = LoopAffinity(group: eventLoopGroup)
         ownsClient = true
+        refusal = nil
     }
 
     /// `configuration` as the transport's own client runs it: redirects off (the transport follows them itself) and
@@ -178,12 +186,13 @@ public final class AsyncHTTPClientTransport: Transport {
     /// connection that cannot be made is tried again until the client's connect timeout, and the call fails as timed
     /// out at its deadline, not as `.cannotConnect` at once. With a tracer bootstrapped, also set
     /// `tracing.tracer = nil`: AsyncHTTPClient would make a span of its own per request, its URL's query
-    /// (`?api_key=…`) in clear, beside `TracingObserver`'s. A client that follows redirects by itself applies
-    /// AsyncHTTPClient's rules first, which remove
-    /// `Authorization`, `Cookie` and `Proxy-Authorization` on a change of origin but not the other credential
-    /// headers SwiftConnect removes (`X-Api-Key`, `*-Token`…), and follows them where pins cannot be checked: with
-    /// `pins`, every request over such a client (`HTTPClient.shared` is one), or one whose configuration cannot be
-    /// read, is refused with ``SwiftConnect/ConnectError/Kind/certificatePinning``, nothing sent.
+    /// (`?api_key=…`) in clear, beside `TracingObserver`'s. A client that follows redirects by itself
+    /// (AsyncHTTPClient's default; `HTTPClient.shared` is one) would apply AsyncHTTPClient's rules instead of
+    /// SwiftConnect's, which remove `Authorization`, `Cookie` and `Proxy-Authorization` on a change of origin but not
+    /// the other credential headers SwiftConnect removes (`X-Api-Key`, `*-Token`…), and follow them where pins cannot
+    /// be checked: every request over such a client is refused, nothing sent, with
+    /// ``SwiftConnect/ConnectError/Kind/transport`` and a message saying so (with `pins`,
+    /// ``SwiftConnect/ConnectError/Kind/certificatePinning``, as for a client whose configuration cannot be read).
     ///
     /// - Parameters:
     ///   - client: The client, configured with `redirectConfiguration: .disallow`.
@@ -213,6 +222,7 @@ public final class AsyncHTTPClientTransport: Transport {
         self.client = client
         affinity = LoopAffinity(group: client.eventLoopGroup)
         ownsClient = false
+        refusal = configuration.flatMap(Self.followsRedirects) == true ? Self.followsRedirectsRefusal : nil
         // Without its configuration, gzip and deflate, the most the client can decode: a compressed answer it did not
         // decode then fails to parse, where decoding twice would fail every compressed answer.
         decodedContentCodings = configuration.map(Self.decodedContentCodings(of:)) ?? ["gzip", "deflate"]
@@ -252,6 +262,12 @@ public final class AsyncHTTPClientTransport: Transport {
         }
         return nil
     }
+
+    /// What a request over an app's client that follows redirects itself fails with.
+    static let followsRedirectsRefusal =
+        "the app's HTTPClient follows redirects itself, past SwiftConnect's redirect rules (a credential header such as "
+        + "X-Api-Key would go to another origin): make it with redirectConfiguration: .disallow, or use "
+        + "AsyncHTTPClientTransport(configuration:); the request is refused, nothing sent"
 
     /// Whether a client with `configuration` follows redirects itself; `nil` if that cannot be read (AsyncHTTPClient
     /// keeps the mode internal: read by reflection).
@@ -337,6 +353,8 @@ extension AsyncHTTPClientTransport: HTTPEngine {
         // As its own client refuses after `shutdown()`; an app's client it was made over would still send.
         if shutDown.withLockedValue({ $0 }) { throw HTTPClientError.alreadyShutdown }
         let relay = try await pinned.relay(for: hop)
+        // After the pins' own refusal of such a client, which says why in their terms.
+        if let refusal { throw ConnectError(.transport, message: refusal) }
         let (eventLoop, ticket) = affinity.take()
         let writer = BodyWriter()
         let request: HTTPClient.Request

@@ -87,9 +87,11 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         var decompressing = AsyncHTTPClientTransport.defaultConfiguration
         decompressing.decompression = .enabled(limit: .ratio(100))
         // An app's clients too, whose configuration the transport reads by reflection: AsyncHTTPClient's default
-        // (decompression off), and one that decompresses.
+        // (decompression off), and one that decompresses; neither follows redirects itself.
+        var plain = HTTPClient.Configuration()
+        plain.redirectConfiguration = .disallow
         let appClients = [
-            HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup),
+            HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: plain),
             HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: decompressing),
         ]
         let transports =
@@ -266,6 +268,51 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
         let stillRunning = try await app.get(url: server.baseURL.appendingPathComponent("ok").absoluteString).get()
         XCTAssertEqual(stillRunning.status.code, 200, "the app's client was left running")
+        try await app.shutdown()
+    }
+
+    /// An app's client that follows redirects itself (AsyncHTTPClient's default, `HTTPClient.shared`) would take a
+    /// request's credential headers to another origin by AsyncHTTPClient's rules, past SwiftConnect's: every request
+    /// over it is refused, typed, nothing sent. It went, and a 302 to another host took `X-Api-Key` with it.
+    func testAnAppsClientThatFollowsRedirectsItselfIsRefusedNothingSent() async throws {
+        let other = try LocalServer.started()
+        defer { other.stop() }
+        let reachedOther = NIOLockedValueBox<[String]>([])
+        other.route("GET", "/landing") { request in
+            reachedOther.withLockedValue { $0.append(request.header("X-Api-Key") ?? "none") }
+            return .text("landed")
+        }
+        let reached = NIOLockedValueBox(0)
+        server.route("GET", "/moved") { _ in
+            reached.withLockedValue { $0 += 1 }
+            return .redirect(to: other.baseURL.appendingPathComponent("landing").absoluteString, status: 302)
+        }
+        let following = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        let transport = AsyncHTTPClientTransport(client: following)
+        var moved = request("/moved")
+        moved.setValue("SECRET-KEY-41", forHTTPHeaderField: "X-Api-Key")
+
+        do {
+            _ = try await transport.send(moved).value
+            XCTFail("a request went over a client that follows redirects itself")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .transport, error.description)
+            XCTAssertTrue(error.message.contains("redirectConfiguration: .disallow"), error.message)
+        }
+        XCTAssertEqual(reached.withLockedValue { $0 }, 0, "nothing was sent")
+        XCTAssertEqual(reachedOther.withLockedValue { $0 }, [])
+        try await transport.shutdown()
+        try await following.shutdown()
+
+        // Made with `.disallow`, the client hands the 302 to the core, whose rules keep the key at home.
+        var plain = HTTPClient.Configuration()
+        plain.redirectConfiguration = .disallow
+        let app = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: plain)
+        let overApp = AsyncHTTPClientTransport(client: app)
+        let response = try await overApp.send(moved).value
+        XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "landed")
+        XCTAssertEqual(reachedOther.withLockedValue { $0 }, ["none"], "the key followed the redirect to another origin")
+        try await overApp.shutdown()
         try await app.shutdown()
     }
 
