@@ -175,7 +175,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             // An attempt that shares another call's request is none on the wire: the duration, the active requests
             // and the sizes count the wire's requests, as OpenTelemetry's do. It is still the call's attempt.
             if !isShared {
-                ActiveRequestMeters.shared.meter(dimensions: labels + [port], factory: factory).increment()
+                ActiveRequestMeters.shared.increment(dimensions: labels + [port], factory: factory)
             }
             if attempt > 1, isNewAttempt {
                 Counter(label: "swiftconnect.client.retries", dimensions: labels, factory: factory).increment()
@@ -260,7 +260,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// Ends a send: its duration, and one fewer active request, under its own labels.
     private func end(_ send: Send, outcome: [(String, String)]) {
         let withPort = send.labels + [port]
-        ActiveRequestMeters.shared.meter(dimensions: withPort, factory: factory).decrement()
+        ActiveRequestMeters.shared.decrement(dimensions: withPort, factory: factory)
         // OpenTelemetry's unit for this histogram is the second: a backend that honours the hint shows it so.
         Timer(
             label: "http.client.request.duration", dimensions: withPort + outcome, preferredDisplayUnit: .seconds,
@@ -270,33 +270,66 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     }
 }
 
-/// The `http.client.active_requests` meters, one per factory and label set, for every call of the process.
+/// The `http.client.active_requests` meters, one per factory and label set, for every call of the process, kept while
+/// a send under those labels is active.
 ///
 /// A backend without meters of its own (statsd's, opentelemetry-swift's: swift-metrics' default meter, which records
 /// through a recorder) keeps the running count in the meter object: a meter made for each change recorded 1 and -1,
 /// never the number of requests in flight. Kept for the factories that are objects (every backend's); another is
-/// asked for a meter each time, its own to keep.
+/// asked for a meter each time, its own to keep. An entry goes when its count is back to 0 (a later send makes a
+/// meter afresh, from 0, which is the count then): kept for good, every factory a test or a screen made, and a meter
+/// per host a client ever called, stayed in memory for the life of the process.
 final class ActiveRequestMeters: @unchecked Sendable {
     /// The process's.
     static let shared = ActiveRequestMeters()
 
-    // `lock` protects `meters`.
-    private let lock = NSLock()
-    /// By factory, then by label set (names and values, in order). The factory is held: freed, another could take
-    /// its identifier, and be handed its meters.
-    private var meters: [ObjectIdentifier: (factory: AnyObject, byLabels: [[String]: Meter])] = [:]
+    /// A meter and the sends active under it.
+    private struct Entry {
+        let meter: Meter
+        var active: Int
+    }
 
-    /// The meter of `dimensions`, made with `factory` the first time.
-    func meter(dimensions: [(String, String)], factory: any MetricsFactory) -> Meter {
+    // `lock` protects `meters`, and is held while a meter changes, so that an entry removed at 0 and one made afresh
+    // for the next send never both count.
+    private let lock = NSLock()
+    /// By factory, then by label set (names and values, in order). The factory is held while it has entries: freed,
+    /// another could take its identifier, and be handed its meters.
+    private var meters: [ObjectIdentifier: (factory: AnyObject, byLabels: [[String]: Entry])] = [:]
+
+    /// One more active send under `dimensions`, on the meter made with `factory`.
+    func increment(dimensions: [(String, String)], factory: any MetricsFactory) {
+        change(by: 1, dimensions: dimensions, factory: factory)
+    }
+
+    /// One fewer active send under `dimensions`.
+    func decrement(dimensions: [(String, String)], factory: any MetricsFactory) {
+        change(by: -1, dimensions: dimensions, factory: factory)
+    }
+
+    /// How many label sets have a meter kept for `factory` (for tests).
+    func keptLabelSets(of factory: any MetricsFactory) -> Int {
+        guard type(of: factory) is AnyClass else { return 0 }
+        return lock.withLock { meters[ObjectIdentifier(factory as AnyObject)]?.byLabels.count ?? 0 }
+    }
+
+    private func change(by delta: Int, dimensions: [(String, String)], factory: any MetricsFactory) {
         let make = { Meter(label: "http.client.active_requests", dimensions: dimensions, factory: factory) }
-        guard type(of: factory) is AnyClass else { return make() }
+        guard type(of: factory) is AnyClass else {
+            if delta > 0 { make().increment() } else { make().decrement() }
+            return
+        }
         let owner = ObjectIdentifier(factory as AnyObject)
         let key = dimensions.flatMap { [$0.0, $0.1] }
-        return lock.withLock {
-            if let meter = meters[owner]?.byLabels[key] { return meter }
-            let meter = make()
-            meters[owner, default: (factory as AnyObject, [:])].byLabels[key] = meter
-            return meter
+        lock.withLock {
+            var entry = meters[owner]?.byLabels[key] ?? Entry(meter: make(), active: 0)
+            if delta > 0 { entry.meter.increment() } else { entry.meter.decrement() }
+            entry.active += delta
+            if entry.active > 0 {
+                meters[owner, default: (factory as AnyObject, [:])].byLabels[key] = entry
+            } else {
+                meters[owner]?.byLabels[key] = nil
+                if meters[owner]?.byLabels.isEmpty == true { meters[owner] = nil }
+            }
         }
     }
 }

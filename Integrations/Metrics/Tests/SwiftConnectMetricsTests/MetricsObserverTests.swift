@@ -2,7 +2,7 @@ import CoreMetrics
 import Foundation
 import MetricsTestKit
 import SwiftConnect
-import SwiftConnectMetrics
+@testable import SwiftConnectMetrics
 import SwiftConnectTesting
 import XCTest
 
@@ -117,6 +117,19 @@ final class MetricsObserverTests: XCTestCase {
         XCTAssertEqual(received.values, [8])
         let sent = try bodySizes("request")
         XCTAssertEqual(sent.values, [0])
+    }
+
+    /// Once no send is active, no meter is kept for the factory: every factory made (one per test here, per screen in
+    /// an app) and a meter per label set, one per host a client ever called, were kept for the life of the process.
+    /// The count goes on from 0 on the next send.
+    func testNoMeterIsKeptOnceNoSendIsActive() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: #"{"id":7}"#) }
+        let connect = client()
+        _ = try connect.request(todo).wait()
+        XCTAssertEqual(ActiveRequestMeters.shared.keptLabelSets(of: metrics), 0)
+        _ = try connect.request(todo).wait()
+        XCTAssertEqual(ActiveRequestMeters.shared.keptLabelSets(of: metrics), 0)
+        XCTAssertEqual(try activeRequests().values, [1, 0, 1, 0])
     }
 
     /// Two calls that share one request (coalescing) record one send: one duration, one active request, one set of
