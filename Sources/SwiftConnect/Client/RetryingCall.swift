@@ -564,8 +564,10 @@ final class RetryingCall:
         // it to the download method, which hands it over with the call's failure.)
         if result == nil { context.transfer.resumption?.takeTheCalls()?.discard() }
         // Only the end that ended the call completes it: a second one (an answer judged while the deadline passed)
-        // would give the caller another outcome than the one its observers were told.
-        if let result, !wasOver { promise.completeIfPending(with: result) } else if let result { Self.stopBody(of: result) }
+        // would give the caller another outcome than the one its observers were told; its streamed body, nobody's,
+        // stops.
+        guard let result else { return }
+        if wasOver { Self.stopBody(of: result) } else { promise.completeIfPending(with: result) }
     }
 
     /// Stops the streamed body of an answer the call does not deliver.

@@ -2,9 +2,10 @@ import CoreMetrics
 import Foundation
 import MetricsTestKit
 import SwiftConnect
-@testable import SwiftConnectMetrics
 import SwiftConnectTesting
 import XCTest
+
+@testable import SwiftConnectMetrics
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -150,9 +150,10 @@ extension URLSessionTransport {
             for (name, seconds) in timeouts where !(seconds <= longestTimeout) {
                 return ConnectError(
                     .transport,
-                    message: "the session's \(name) (\(seconds) s) is more than FoundationNetworking can take (it stops "
-                        + "the process as it converts it to milliseconds): give the session a year at most, or use "
-                        + "URLSessionTransport(configuration:), which takes a year in its place; nothing was sent")
+                    message: "the session's \(name) (\(seconds) s) is more than FoundationNetworking can take "
+                        + "(it stops the process as it converts it to milliseconds): give the session a year at most, "
+                        + "or use URLSessionTransport(configuration:), which takes a year in its place; nothing was sent"
+                )
             }
         #endif
         return nil
