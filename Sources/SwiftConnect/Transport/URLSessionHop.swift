@@ -26,6 +26,9 @@ struct URLSessionHopEngine: HTTPEngine {
     /// What the caller's `URLRequest` said beyond the core's model (`httpShouldHandleCookies = false`, cellular
     /// access…), given to every hop's.
     var extras = ConnectRequest.FoundationExtras()
+    /// The caller's request's cache policy, given to every hop's: a connector's `.reloadIgnoringLocalCacheData`
+    /// was lost on this path, and a session with a URL cache answered from it.
+    var cachePolicy = URLRequest.CachePolicy.useProtocolCachePolicy
 
     /// URLSession decodes what it announces in `Accept-Encoding`, and fails a body it cannot decode itself. On Linux
     /// the decoding is libcurl's, always on (FoundationNetworking offers no way to turn it off), and a compressed
@@ -144,7 +147,7 @@ struct URLSessionHopEngine: HTTPEngine {
         guard let url = hop.head.url else {
             throw ConnectError.invalidRequest(.invalidURL("\(hop.head.scheme)://\(hop.head.authority)"))
         }
-        var request = URLRequest(url: url)
+        var request = URLRequest(url: url, cachePolicy: cachePolicy)
         request.httpMethod = hop.head.method.rawValue
         // One assignment: FoundationNetworking copies the whole dictionary on every `setValue`/`addValue`.
         if !hop.head.headerFields.isEmpty { request.allHTTPHeaderFields = hop.head.headerFields.foundationFields }

@@ -318,6 +318,7 @@ public final class URLSessionTransport: Transport {
             transport: self, delegate: delegate, isolated: Self.needsSessionOfItsOwn(transfer, body: request.body),
             bufferLimit: transfer.streaming?.bufferLimit ?? .max)
         engine.extras = request.foundationExtras
+        engine.cachePolicy = request.cachePolicy
         return EngineExchange(
             engine: engine, request: request, transfer: transfer,
             redirectCookies: delegate.redirectCookies?.redirectCookies() ?? RedirectCookies()
@@ -439,6 +440,7 @@ public final class URLSessionTransport: Transport {
         if let deadline { original.timeoutInterval = deadline.time.secondsLeft }
         var engine = URLSessionHopEngine(transport: self, delegate: delegate, isolated: false, bufferLimit: .max)
         engine.extras = original.foundationExtras
+        engine.cachePolicy = original.cachePolicy
         let first = EngineResponse(
             head: ResponseHead(response), body: URLSessionHopBody(stream: .finished(with: body)))
         var transfer = TransferOptions()
