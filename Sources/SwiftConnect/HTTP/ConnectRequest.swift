@@ -58,6 +58,19 @@ public struct ConnectRequest: Sendable {
     /// it or an error about it is shown (``SecretValues``), as a secret query item is; a copy keeps them, a request
     /// made anew from a `URLRequest` has none.
     package var declaredSecrets: [String] = []
+    /// The conditional fields (`If-None-Match`, `If-Modified-Since`) the ``ResponseCache`` added to revalidate what
+    /// it stores: the caller's request had none. A request handed back to the app (a queue's waiting request) goes
+    /// without them, so that sent again it is not answered `304` with no body.
+    var cacheConditionalFields: [String] = []
+
+    /// This request without the conditional fields the cache added (``cacheConditionalFields``).
+    var withoutCacheConditionals: ConnectRequest {
+        guard !cacheConditionalFields.isEmpty else { return self }
+        var request = self
+        for field in cacheConditionalFields { request.setValue(nil, forHTTPHeaderField: field) }
+        request.cacheConditionalFields = []
+        return request
+    }
     /// Whether this is the request of a call that shares an identical request another call sent
     /// (``Connect/Settings/coalescesIdenticalRequests``), as observers hear its attempt start
     /// (``ConnectEvent/attemptStarted(attempt:request:)``): no request of its own goes on the wire. For an observer

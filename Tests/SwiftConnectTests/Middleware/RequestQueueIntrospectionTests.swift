@@ -88,6 +88,32 @@ final class RequestQueueIntrospectionTests: XCTestCase {
         XCTAssertFalse("\(saved)".contains("tok-1234"), "printing it hides the credential")
     }
 
+    /// A request the client's cache sent to revalidate what it stores waits with the `If-None-Match` the cache
+    /// added: handed back to the app with it, sent again later it was answered `304` with no body, which no call
+    /// then turned into the stored answer. It comes back as the caller made it.
+    func testAWaitingRevalidationComesBackWithoutTheCachesConditionalFields() throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/foo",
+            with: .json(string: #"{"v":1}"#, headers: ["ETag": "\"v1\"", "Cache-Control": "no-cache"]))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue, responseCache: ResponseCache())
+        let url = URL(string: "https://api.example.com/foo")!
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        _ = try connect.request(Route(url: url), options: rule).wait(timeout: 10)
+        queue.pause()
+        let waitingCall = connect.request(
+            Route(url: url, headers: [HTTPHeader(name: "X-Trace", value: "x")]), options: rule)
+        // When
+        let saved = try XCTUnwrap(queue.waitingRequests.first).request
+        queue.cancelPending()
+        XCTAssertEqual(connectError(of: waitingCall)?.kind, .cancelled)
+        // Then
+        XCTAssertNil(saved.value(forHTTPHeaderField: "If-None-Match"))
+        XCTAssertEqual(saved.value(forHTTPHeaderField: "X-Trace"), "x", "the caller's own fields stay")
+    }
+
     /// An upload whose body goes from a file waits with the file beside its request: taken out, the request has no
     /// body, and sending it again is refused (its `Content-Length` names bytes it no longer has), as the waiting
     /// request's documentation says; nothing goes out empty.

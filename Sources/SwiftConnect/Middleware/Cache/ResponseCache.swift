@@ -1232,6 +1232,7 @@ public final class ResponseCache: Sendable {
                 HTTPHeader.isSendableValue(value)
             else { continue }
             conditional.setValue(value, forHTTPHeaderField: field)
+            conditional.cacheConditionalFields.append(field)
             isConditional = true
         }
         return isConditional ? conditional : nil

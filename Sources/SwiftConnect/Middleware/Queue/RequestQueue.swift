@@ -536,7 +536,9 @@ extension RequestQueue {
         /// requests, cancel them, keep what it needs of each (a one-shot stream body cannot be sent twice), and send
         /// them again later with ``Connect/response(for:name:options:)``. It carries none of its connector's or
         /// call's options: give them again as that call's `options:` (`requiresAuthentication: false` for a route
-        /// that goes unsigned, its validators and processors). Printing one hides its secrets.
+        /// that goes unsigned, its validators and processors). Printing one hides its secrets. The conditional fields
+        /// a ``ResponseCache`` added to revalidate what it stores are not in it: sent again, it asks for the whole
+        /// body, not for a `304`.
         ///
         /// An upload whose body goes from a file (``Connect/upload(files:to:debugResponse:)`` of a file on disk, or of
         /// a form over 8 MiB) waits with that file beside the request, not in it: its `request` has no body, and the
@@ -591,7 +593,8 @@ extension RequestQueue {
                 state.pending[id].map { waiting in
                     WaitingRequest(
                         id: id, method: waiting.request.method, url: waiting.request.url,
-                        connectorName: waiting.connectorName, waitingSince: waiting.since, request: waiting.request)
+                        connectorName: waiting.connectorName, waitingSince: waiting.since,
+                        request: waiting.request.withoutCacheConditionals)
                 }
             }
         }
