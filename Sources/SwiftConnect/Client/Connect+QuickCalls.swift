@@ -38,7 +38,8 @@ extension Connect {
     }
 
     /// Calls an endpoint of the client's server with parameters written by key, as `[String: Any]` was in Remotli,
-    /// Konex and JustAPIs: query items for GET, HEAD and DELETE, the body otherwise (see ``JSONObject``).
+    /// Konex and JustAPIs: query items for GET, HEAD and DELETE (Konex sent a DELETE's in the body), the body
+    /// otherwise (see ``JSONObject``).
     ///
     /// ```swift
     /// api.request("/login", method: .post, parameters: ["username": name, "password": password])

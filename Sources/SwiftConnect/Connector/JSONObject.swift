@@ -14,7 +14,8 @@ import Foundation
 /// // GET /todos?page=2&tags=home&tags=work
 /// ```
 ///
-/// **Where the values go** is decided by the request's method and `Content-Type`, as those libraries did:
+/// **Where the values go** is decided by the request's method and `Content-Type`, as Remotli and JustAPIs did (Konex
+/// sent a DELETE's values in a JSON body: wrap the object in ``Parameter/jsonObject(value:)`` for that):
 /// - **GET, HEAD and DELETE**: query items, in the order written, after any query of the endpoint.
 /// - **Any other method**: the body, as a JSON object with the keys as written, in that order (an object nested as a
 ///   value, or in an array that is one, too), each value encoded with the connector's `jsonEncoder` (so its date and

@@ -236,8 +236,12 @@ final class MigrationGuideTests: XCTestCase {
 
         let api = MySiteAPI(baseURL: apiURL)
         let loggedIn = try await api.login(username: "ada", password: "pw").value
+        // The guide: `Route.login` says `requiresAuthentication: false`, which BasicAuthentication reads too.
+        XCTAssertEqual(loggedIn["authorization"]?.stringValue, "none")
+        let gated = api.connect.request(Route("/v1/tokens", method: .post)).decoded(toType: JSONValue.self)
+        let signed = try await gated.value
         XCTAssertEqual(
-            loggedIn["authorization"]?.stringValue,
+            signed["authorization"]?.stringValue,
             "Basic " + Data("site-user:secret-password".utf8).base64EncodedString())
         // The guide: a route with `requiresAuthentication: false` (the token route) goes unsigned.
         let unsigned = try await api.connect.request(TokenRoute.anonymous).decoded(toType: JSONValue.self).value
@@ -699,6 +703,7 @@ final class MigrationGuideTests: XCTestCase {
 extension Route {
     static func login(username: String, password: String) -> Route {
         let credentials: JSONObject = ["name": username, "credentialType": "CREDENTIAL", "credential": password]
-        return Route("/v1/tokens", method: .post, parameters: credentials)
+        let options = RequestOptions(requiresAuthentication: false)  // Remotli's requiresAuth: false
+        return Route("/v1/tokens", method: .post, parameters: credentials, options: options)
     }
 }

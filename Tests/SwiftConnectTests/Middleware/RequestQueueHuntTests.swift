@@ -266,29 +266,20 @@ final class RequestQueueHuntTests: XCTestCase {
     /// resume it any more, so the request fails `cancelled` at once, unsent, and the queue is freed. It waited for
     /// ever, and the queue, its client's pipeline and transport with it, were never freed.
     func testAPausedQueueReleasedWithItsClientFailsItsWaitingRequests() throws {
-        let transport = FakeTransport.answering(.status(200))
-        weak var releasedQueue: RequestQueue?
-        var endpoint = Endpoint(endpoint: "/waiting")
-        endpoint.timeout = .infinity
-        let future: Future<Data> = {
-            let queue = RequestQueue(maxConcurrentRequests: 1)
-            releasedQueue = queue
-            queue.pause()
-            let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
-            return connect.request(endpoint)
-        }()
-
-        guard case .failure(let error)? = try? future.waitForResult(timeout: 5) else {
-            return XCTFail("still waiting, or sent: \(String(describing: future.result))")
-        }
-        XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
-        XCTAssertTrue(transport.requests.isEmpty)
-        XCTAssertNil(releasedQueue, "the queue is freed")
+        try assertAPausedQueueReleasedWithItsClientFailsItsWaitingRequest(middlewares: { _ in [] })
     }
 
     /// The same through a `ConnectivityMiddleware` that pauses the queue while offline: the middleware held the queue,
     /// and the waiting request the middleware, so nothing was freed and the request waited for ever.
     func testAPausedQueueAConnectivityMiddlewareFollowsIsFreedWithItsClient() throws {
+        try assertAPausedQueueReleasedWithItsClientFailsItsWaitingRequest(middlewares: { queue in
+            [ConnectivityMiddleware(monitor: FakeConnectivityMonitor(.connected), pausing: queue)]
+        })
+    }
+
+    private func assertAPausedQueueReleasedWithItsClientFailsItsWaitingRequest(
+        middlewares: (RequestQueue) -> [any Middleware], line: UInt = #line
+    ) throws {
         let transport = FakeTransport.answering(.status(200))
         weak var releasedQueue: RequestQueue?
         var endpoint = Endpoint(endpoint: "/waiting")
@@ -297,19 +288,17 @@ final class RequestQueueHuntTests: XCTestCase {
             let queue = RequestQueue(maxConcurrentRequests: 1)
             releasedQueue = queue
             queue.pause()
-            let connectivity = ConnectivityMiddleware(
-                monitor: FakeConnectivityMonitor(.connected), pausing: queue)
             let connect = Connect(
-                transport: transport, middlewares: [connectivity], retryPolicy: nil, requestQueue: queue)
+                transport: transport, middlewares: middlewares(queue), retryPolicy: nil, requestQueue: queue)
             return connect.request(endpoint)
         }()
 
         guard case .failure(let error)? = try? future.waitForResult(timeout: 5) else {
-            return XCTFail("still waiting, or sent: \(String(describing: future.result))")
+            return XCTFail("still waiting, or sent: \(String(describing: future.result))", line: line)
         }
-        XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
-        XCTAssertTrue(transport.requests.isEmpty)
-        XCTAssertNil(releasedQueue, "the queue is freed")
+        XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)", line: line)
+        XCTAssertTrue(transport.requests.isEmpty, line: line)
+        XCTAssertNil(releasedQueue, "the queue is freed", line: line)
     }
 
     /// A retry that comes after its paused queue was released (the first attempt ran, the client and the app let go
