@@ -196,7 +196,12 @@ extension ConnectError {
     mutating func explainDateMisfit(_ misfit: JSONNumberFit.Misfit, decoding type: Any.Type) {
         codingPath = misfit.path
         secretKeysInPath += Redaction.dataKeysUnderSecretName(in: misfit.codingPath)
-        var value = SingleLineText.make(misfit.number, limit: 40)
+        // The string itself, not its JSON text (`ab\/cd`), and never cut: the message's own hiding matches a secret
+        // whole (a token or cookie echoed into the field), so a longer string is only counted.
+        let raw = (try? JSONSerialization.jsonObject(with: Data(misfit.number.utf8), options: .fragmentsAllowed)) as? String
+        var value =
+            raw.map { $0.count <= 40 ? "\"" + SingleLineText.make($0, limit: 40) + "\"" : "of \($0.count) characters" }
+            ?? "found"
         if let body,
             Redaction.valueUnderSecretName(
                 at: misfit.codingPath, inJSON: body, contentType: storedHead?.value(of: "Content-Type")) != nil

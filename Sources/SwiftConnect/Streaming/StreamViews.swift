@@ -277,6 +277,12 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
                 lines.discard()
                 var failure = ConnectError.decoding(
                     error, body: line.bytes, as: Element.self, keyDecodingStrategy: decoder.keyDecodingStrategy)
+                // The answer first: its request's and head's secrets are hidden from the message before it is read
+                // (and cut) below, and the explanations read its `Content-Type`.
+                if let answer = answer() {
+                    failure.storedRequest = answer.storedRequest
+                    failure.storedHead = answer.storedHead
+                }
                 if JSONNumberFit.isMisfitReport(error, decoding: line.bytes) {
                     // JSONDecoder calls a number that does not fit its type "not valid JSON", with no path.
                     failure.explainNumberMisfit(
@@ -287,10 +293,6 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
                     failure.explainDateMisfit(date, decoding: Element.self)
                 }
                 failure.message = "line \(line.number) of the stream: " + failure.message
-                if let answer = answer() {
-                    failure.storedRequest = answer.storedRequest
-                    failure.storedHead = answer.storedHead
-                }
                 throw failure
             }
         }

@@ -149,6 +149,29 @@ final class DecodingErrorRedactionTests: XCTestCase {
     }
 
     /// A value under an ordinary name is shown: it helps to fix the model.
+    /// A string the `.iso8601` strategy refuses is quoted as itself, so that the message's own hiding finds a
+    /// secret echoed into it (a token under another key), and a long one is only counted: it was quoted as its JSON
+    /// text (`ab\/cd…`), which the hiding did not match, and cut at 40 characters first, leaving the start of a
+    /// token or cookie in clear.
+    func testADateTheStrategyRefusesIsQuotedOnlyWhereItsHidingCanFindIt() throws {
+        struct Expiring: Decodable, Sendable { let expires: Date }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let echoed = try XCTUnwrap(
+            decodingError(#"{"token":"ab/cd1234","expires":"ab/cd1234"}"#, as: Expiring.self, decoder: decoder))
+        for text in shownTexts(of: echoed) { XCTAssertFalse(text.contains("cd1234"), text) }
+        XCTAssertTrue(echoed.message.contains("at 'expires' is not an ISO 8601 date"), echoed.message)
+
+        let token = String(repeating: "9f8e7d6c", count: 8)
+        let long = try XCTUnwrap(decodingError(#"{"expires":"\#(token)"}"#, as: Expiring.self, decoder: decoder))
+        // (Not a secret the client knows: the body's excerpt shows it, whole; the message quotes no part of it.)
+        XCTAssertFalse(long.message.contains("9f8e7d6c9f8e"), long.message)
+        XCTAssertTrue(long.message.contains("the value of 64 characters at 'expires'"), long.message)
+
+        let plain = try XCTUnwrap(decodingError(#"{"expires":"next/week"}"#, as: Expiring.self, decoder: decoder))
+        XCTAssertTrue(plain.message.contains(#"the value "next/week" at 'expires'"#), plain.message)
+    }
+
     func testAValueUnderAnOrdinaryNameIsShown() throws {
         struct Profile: Decodable, Sendable { let mode: Mode }
         let error = try XCTUnwrap(decodingError(#"{"mode":"\#(password)"}"#, as: Profile.self))
