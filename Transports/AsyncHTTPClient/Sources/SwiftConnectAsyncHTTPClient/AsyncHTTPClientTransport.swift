@@ -190,9 +190,9 @@ public final class AsyncHTTPClientTransport: Transport {
     /// (AsyncHTTPClient's default; `HTTPClient.shared` is one) would apply AsyncHTTPClient's rules instead of
     /// SwiftConnect's, which remove `Authorization`, `Cookie` and `Proxy-Authorization` on a change of origin but not
     /// the other credential headers SwiftConnect removes (`X-Api-Key`, `*-Token`…), and follow them where pins cannot
-    /// be checked: every request over such a client is refused, nothing sent, with
-    /// ``SwiftConnect/ConnectError/Kind/transport`` and a message saying so (with `pins`,
-    /// ``SwiftConnect/ConnectError/Kind/certificatePinning``, as for a client whose configuration cannot be read).
+    /// be checked: every request over such a client, or one whose configuration cannot be read, is refused, nothing
+    /// sent, with ``SwiftConnect/ConnectError/Kind/transport`` and a message saying so (with `pins`,
+    /// ``SwiftConnect/ConnectError/Kind/certificatePinning``).
     ///
     /// - Parameters:
     ///   - client: The client, configured with `redirectConfiguration: .disallow`.
@@ -222,7 +222,7 @@ public final class AsyncHTTPClientTransport: Transport {
         self.client = client
         affinity = LoopAffinity(group: client.eventLoopGroup)
         ownsClient = false
-        refusal = configuration.flatMap(Self.followsRedirects) == true ? Self.followsRedirectsRefusal : nil
+        refusal = Self.refusal(over: configuration)
         // Without its configuration, gzip and deflate, the most the client can decode: a compressed answer it did not
         // decode then fails to parse, where decoding twice would fail every compressed answer.
         decodedContentCodings = configuration.map(Self.decodedContentCodings(of:)) ?? ["gzip", "deflate"]
@@ -263,11 +263,24 @@ public final class AsyncHTTPClientTransport: Transport {
         return nil
     }
 
-    /// What a request over an app's client that follows redirects itself fails with.
-    static let followsRedirectsRefusal =
-        "the app's HTTPClient follows redirects itself, past SwiftConnect's redirect rules (a credential header such as "
-        + "X-Api-Key would go to another origin): make it with redirectConfiguration: .disallow, or use "
-        + "AsyncHTTPClientTransport(configuration:); the request is refused, nothing sent"
+    /// Why every request over an app's client with `configuration` is refused, or `nil`: one that follows redirects
+    /// itself, or may (its configuration, which AsyncHTTPClient keeps internal, cannot be read), would take them by
+    /// AsyncHTTPClient's rules, past SwiftConnect's.
+    static func refusal(over configuration: HTTPClient.Configuration?) -> String? {
+        let advice =
+            " (a credential header such as X-Api-Key would go to another origin): make it with "
+            + "redirectConfiguration: .disallow, or use AsyncHTTPClientTransport(configuration:); the request is "
+            + "refused, nothing sent"
+        switch configuration.map(followsRedirects) {
+        case false??:
+            return nil
+        case true??:
+            return "the app's HTTPClient follows redirects itself, past SwiftConnect's redirect rules" + advice
+        default:
+            return "whether the app's HTTPClient follows redirects itself cannot be read (AsyncHTTPClient keeps its "
+                + "configuration internal), so it may, past SwiftConnect's redirect rules" + advice
+        }
+    }
 
     /// Whether a client with `configuration` follows redirects itself; `nil` if that cannot be read (AsyncHTTPClient
     /// keeps the mode internal: read by reflection).

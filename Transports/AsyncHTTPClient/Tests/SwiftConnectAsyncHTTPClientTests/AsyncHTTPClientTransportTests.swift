@@ -301,6 +301,9 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
         XCTAssertEqual(reached.withLockedValue { $0 }, 0, "nothing was sent")
         XCTAssertEqual(reachedOther.withLockedValue { $0 }, [])
+        // So is one whose configuration a later AsyncHTTPClient keeps where reflection does not find it: it may.
+        XCTAssertNotNil(AsyncHTTPClientTransport.refusal(over: nil))
+        XCTAssertNil(AsyncHTTPClientTransport.refusal(over: AsyncHTTPClientTransport.defaultConfiguration))
         try await transport.shutdown()
         try await following.shutdown()
 
