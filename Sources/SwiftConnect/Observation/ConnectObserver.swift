@@ -51,9 +51,10 @@ public protocol ConnectObserver: Sendable {
 /// hedge's two sends, once the other was answered): ``ConnectError/Kind/cancelled`` is the truth of that send, and the
 /// call's end tells how the call went. Those ends, and a token refresh the call's rejection started, are the only events
 /// told after the call's end: what a send the call did not wait for meets later (a queue wait, a redirect) is not told.
-/// The events of one call are told one at a time, in that order, from whichever thread meets them (a token refresh or
-/// a queue wait from another thread than the attempt's): an observer shared by several calls keeps its own state
-/// thread-safe, and one that waits in ``record(_:)`` for another thread working on the same call waits for itself.
+/// The events of one call are told one at a time, in the order they happened, from whichever thread meets them (a
+/// token refresh or a queue wait from another thread than the attempt's), or from one that was telling an earlier
+/// event when it came: an observer shared by several calls keeps its own state thread-safe. The call's future
+/// completes once its end was told.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.
     ///
@@ -81,8 +82,8 @@ struct CallObservation: Sendable {
     /// Per attempt, the sends told started and ended, so that each send is told ended once: a middleware may send an
     /// attempt's request more than once (calling `next` again), and each send is told as its own.
     private let sends: Protected<[Int: (started: Int, ended: Int)]>
-    /// Whether the call's end was told, and the lock held while the observers are told: events that two threads meet
-    /// (an attempt starting as the deadline ends the call) reach every observer in one order, the end last.
+    /// What is to be told, in the order decided: events that two threads meet (an attempt starting as the deadline
+    /// ends the call) reach every observer in that order, the end last, one at a time.
     private let telling: Telling
     /// Open while the call listens to the request this copy is carried by (``sharing(relayingTo:)``): a request
     /// several calls share (``RequestCoalescer``) goes on after the call whose context it carries has left, and that
@@ -169,30 +170,69 @@ struct CallObservation: Sendable {
     func record(_ event: ConnectEvent) {
         relay?(event)
         if let listens, !listens.withLock({ $0 }) { return }
-        telling.lock.lock()
-        defer { telling.lock.unlock() }
-        // The call's end is its last event, but for the ends of the sends it cut short (``recordEnd(of:status:error:)``).
-        switch event {
-        case .callEnded:
-            if telling.ended { return }
-            telling.ended = true
-        // A send it cut short ends; a token refresh its rejection started may outlive it and is told.
-        case .attemptEnded, .tokenRefreshStarted, .tokenRefreshEnded: break
-        default: if telling.ended { return }
+        tell { ended in
+            // The call's end is its last event, but for the ends of the sends it cut short
+            // (``recordEnd(of:status:error:)``).
+            switch event {
+            case .callEnded:
+                if ended { return nil }
+                ended = true
+            // A send it cut short ends; a token refresh its rejection started may outlive it and is told.
+            case .attemptEnded, .tokenRefreshStarted, .tokenRefreshEnded: break
+            default: if ended { return nil }
+            }
+            return .event(event, observers)
         }
-        for observer in observers { observer.record(event) }
     }
 
     /// Tells the observers that a send of `attempt` is starting, with `request` as it goes to the transport; nothing
     /// once the call's end was told.
     func recordStart(of attempt: Int, request: ConnectRequest) {
         if let listens, !listens.withLock({ $0 }) { return }
-        // Counted only when told: a start the call's end came before has no end to tell.
-        telling.lock.lock()
-        defer { telling.lock.unlock() }
-        guard !telling.ended else { return }
-        sends.withLock { $0[attempt, default: (0, 0)].started += 1 }
-        record(.attemptStarted(attempt: attempt, request: request))
+        let event = ConnectEvent.attemptStarted(attempt: attempt, request: request)
+        var isTold = false
+        tell { ended in
+            guard !ended else { return nil }
+            // Counted only when told: a start the call's end came before has no end to tell.
+            sends.withLock { $0[attempt, default: (0, 0)].started += 1 }
+            isTold = true
+            return .event(event, observers)
+        }
+        if isTold { relay?(event) }
+    }
+
+    /// Runs `action` once every event decided before it has been told: the call's future completes so, after its
+    /// end is told, whichever thread tells it.
+    func afterTold(_ action: @escaping @Sendable () -> Void) {
+        tell { _ in .action(action) }
+    }
+
+    /// Adds what `decide` makes of the call's state (`ended`, under the lock) to what is to be told, and tells it,
+    /// with whatever else waits, unless another thread is telling: that thread tells it after what it tells, in the
+    /// order decided. No lock is held while an observer hears an event: an observer that ends this call, or
+    /// another, as it hears of one (cancelling it) has that told after, on its own thread or the other's, and
+    /// waits for nobody.
+    private func tell(_ decide: (_ ended: inout Bool) -> Telling.Item?) {
+        let drains = telling.lock.withLock { () -> Bool in
+            guard let item = decide(&telling.ended) else { return false }
+            telling.waiting.append(item)
+            if telling.isTelling { return false }
+            telling.isTelling = true
+            return true
+        }
+        guard drains else { return }
+        while let item = telling.lock.withLock({ () -> Telling.Item? in
+            guard !telling.waiting.isEmpty else {
+                telling.isTelling = false
+                return nil
+            }
+            return telling.waiting.removeFirst()
+        }) {
+            switch item {
+            case .event(let event, let observers): for observer in observers { observer.record(event) }
+            case .action(let action): action()
+            }
+        }
     }
 
     /// Tells the observers that a send of `attempt` ended, once per send started (once for an attempt told of no
@@ -230,15 +270,24 @@ struct CallObservation: Sendable {
 }
 
 extension CallObservation {
-    /// Whether a call's end was told, and the lock its observers are told under.
+    /// What a call's observers are to be told, in the order it was decided, and whether its end was.
     final class Telling: @unchecked Sendable {
-        /// Protects `ended`, and is held while the observers are told, so that no two events reach them at once.
-        /// Recursive: an observer that ends the call as it hears of an event (cancelling it) is told the end on its
-        /// own thread, inside that event, instead of waiting for a lock its thread holds.
-        let lock = NSRecursiveLock()
-        /// Whether the call's end was told: after it, only the ends of sends told started before it are (a stage
-        /// that hands on a request late, the second send of a hedge leaving the queue, tells nothing more).
+        /// Something to tell, or to run once what came before it was told.
+        enum Item {
+            case event(ConnectEvent, [any ConnectCallObserver])
+            case action(@Sendable () -> Void)
+        }
+
+        // `lock` protects the three properties below; it is never held while an observer hears an event or an
+        // action runs.
+        let lock = NSLock()
+        /// Whether the call's end was decided: after it, only the ends of sends told started before it are told (a
+        /// stage that hands on a request late, the second send of a hedge leaving the queue, tells nothing more).
         var ended = false
+        /// What waits to be told, oldest first.
+        var waiting: [Item] = []
+        /// Whether a thread is telling what waits.
+        var isTelling = false
     }
 }
 
