@@ -143,6 +143,9 @@ final class ConnectivityGate: Sendable {
     /// the app let go of them (the queue's `deinit` fails what waits in it). The clients that use it hold it.
     private let queueReference: WeakQueue
     private var queue: RequestQueue? { queueReference.queue }
+    /// The queue, held strongly while this gate holds it for the network: the requests waiting in it are still the
+    /// client's calls, and go when the network returns even if the app let go of the client and the queue meanwhile.
+    private let heldQueue = Protected<RequestQueue?>(nil)
     /// The middleware's own policy: the queue lets through, while held, what it lets through.
     private let policy: ConnectivityPolicy
     private let state: Protected<State>
@@ -249,10 +252,14 @@ final class ConnectivityGate: Sendable {
                 // The queue's waiting requests first, then those held here, as they came.
                 queue?.startReleasedRequests()
             } else {
+                heldQueue.withLock { $0 = queue }
                 queue?.holdForNetwork(true, by: ObjectIdentifier(self), policy: policy)
             }
         }
         applying.unlock()
+        // Let go of outside the locks: the queue's `deinit`, should this be the last hold, fails what waits in it.
+        let released = flips && connectivity.isConnected ? heldQueue.replace(with: nil) : nil
+        _ = released
         for waiting in failing {
             waiting.promise.completeIfPending(with: .failure(ConnectError.notConnected(request: waiting.request)))
         }

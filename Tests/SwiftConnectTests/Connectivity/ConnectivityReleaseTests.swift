@@ -326,4 +326,29 @@ final class ConnectivityReleaseTests: XCTestCase {
         XCTAssertNoThrow(try waiting.wait(timeout: 5))
         XCTAssertEqual(paths, ["/items/1", "/items/2"])
     }
+
+    /// The same with a queue only the client held (made where the client is): the middleware holds the queue weakly,
+    /// so that a queue the app paused and let go of is freed, but strongly while it holds it for the network. Held
+    /// weakly all along, the queue went with the client, and its `deinit` failed the waiting request `cancelled`.
+    func testARequestWaitingInAHeldQueueOnlyItsClientHeldGoesWhenTheNetworkReturns() throws {
+        let network = FakeConnectivityMonitor(.connected)
+        let gate = Promise<Void>()
+        transport.stub("/items/1", with: FakeResponse.json(["ok": true]).released(by: gate.future))
+        var connect: Connect? = {
+            let queue = RequestQueue(maxConcurrentRequests: 1)
+            return Connect(
+                transport: transport, middlewares: [ConnectivityMiddleware(monitor: network, pausing: queue)],
+                retryPolicy: nil, requestQueue: queue)
+        }()
+        let running = try XCTUnwrap(connect).request(Item(id: 1))
+        let waiting = try XCTUnwrap(connect).request(Item(id: 2))
+        network.goOffline()
+        connect = nil
+        gate.succeed(())
+        XCTAssertNoThrow(try running.wait(timeout: 5))
+
+        network.goOnline()
+        XCTAssertNoThrow(try waiting.wait(timeout: 5))
+        XCTAssertEqual(paths, ["/items/1", "/items/2"])
+    }
 }
