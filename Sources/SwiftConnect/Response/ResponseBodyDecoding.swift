@@ -198,7 +198,8 @@ extension ConnectError {
         secretKeysInPath += Redaction.dataKeysUnderSecretName(in: misfit.codingPath)
         // The string itself, not its JSON text (`ab\/cd`), and never cut: the message's own hiding matches a secret
         // whole (a token or cookie echoed into the field), so a longer string is only counted.
-        let raw = (try? JSONSerialization.jsonObject(with: Data(misfit.number.utf8), options: .fragmentsAllowed)) as? String
+        let raw =
+            (try? JSONSerialization.jsonObject(with: Data(misfit.number.utf8), options: .fragmentsAllowed)) as? String
         var value =
             raw.map { $0.count <= 40 ? "\"" + SingleLineText.make($0, limit: 40) + "\"" : "of \($0.count) characters" }
             ?? "found"

@@ -1,8 +1,8 @@
 import Foundation
+import SwiftConnectTesting
 import XCTest
 
 @testable import SwiftConnect
-import SwiftConnectTesting
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
