@@ -567,13 +567,7 @@ final class RetryingCall:
         // would give the caller another outcome than the one its observers were told; its streamed body, nobody's,
         // stops.
         guard let result else { return }
-        if wasOver { return Self.stopBody(of: result) }
-        // Once its end was told: another thread telling an earlier event tells it, after that one.
-        guard let observation = context.transfer.observation else {
-            promise.completeIfPending(with: result)
-            return
-        }
-        observation.afterTold { [promise] in _ = promise.completeIfPending(with: result) }
+        if wasOver { Self.stopBody(of: result) } else { promise.completeIfPending(with: result) }
     }
 
     /// Stops the streamed body of an answer the call does not deliver.

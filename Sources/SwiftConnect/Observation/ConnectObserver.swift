@@ -51,10 +51,8 @@ public protocol ConnectObserver: Sendable {
 /// hedge's two sends, once the other was answered): ``ConnectError/Kind/cancelled`` is the truth of that send, and the
 /// call's end tells how the call went. Those ends, and a token refresh the call's rejection started, are the only events
 /// told after the call's end: what a send the call did not wait for meets later (a queue wait, a redirect) is not told.
-/// The events of one call are told one at a time, in the order they happened, from whichever thread meets them (a
-/// token refresh or a queue wait from another thread than the attempt's), or from one that was telling an earlier
-/// event when it came: an observer shared by several calls keeps its own state thread-safe. The call's future
-/// completes once its end was told.
+/// A token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its own state
+/// thread-safe.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.
     ///
@@ -82,9 +80,9 @@ struct CallObservation: Sendable {
     /// Per attempt, the sends told started and ended, so that each send is told ended once: a middleware may send an
     /// attempt's request more than once (calling `next` again), and each send is told as its own.
     private let sends: Protected<[Int: (started: Int, ended: Int)]>
-    /// What is to be told, in the order decided: events that two threads meet (an attempt starting as the deadline
-    /// ends the call) reach every observer in that order, the end last, one at a time.
-    private let telling: Telling
+    /// Whether the call's end was told: after it, only the ends of sends told started before it are (a stage that
+    /// hands on a request late, the second send of a hedge leaving the queue, tells nothing more).
+    private let ended: Protected<Bool>
     /// Open while the call listens to the request this copy is carried by (``sharing(relayingTo:)``): a request
     /// several calls share (``RequestCoalescer``) goes on after the call whose context it carries has left, and that
     /// call hears of it no more. `nil`: always open.
@@ -101,7 +99,7 @@ struct CallObservation: Sendable {
     init(observers: [any ConnectCallObserver]) {
         self.observers = observers
         sends = Protected([:])
-        telling = Telling()
+        ended = Protected(false)
         listens = nil
         relay = nil
         fieldsInstead = nil
@@ -109,12 +107,12 @@ struct CallObservation: Sendable {
 
     private init(
         observers: [any ConnectCallObserver], sends: Protected<[Int: (started: Int, ended: Int)]>,
-        telling: Telling, relay: @escaping @Sendable (ConnectEvent) -> Void,
+        ended: Protected<Bool>, relay: @escaping @Sendable (ConnectEvent) -> Void,
         fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)?
     ) {
         self.observers = observers
         self.sends = sends
-        self.telling = telling
+        self.ended = ended
         listens = Protected(true)
         self.relay = relay
         self.fieldsInstead = fieldsInstead
@@ -127,8 +125,7 @@ struct CallObservation: Sendable {
         relayingTo relay: @escaping @Sendable (ConnectEvent) -> Void,
         fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)? = nil
     ) -> CallObservation {
-        CallObservation(
-            observers: observers, sends: sends, telling: telling, relay: relay, fieldsInstead: fieldsInstead)
+        CallObservation(observers: observers, sends: sends, ended: ended, relay: relay, fieldsInstead: fieldsInstead)
     }
 
     /// No observers, for a request other calls share when the call that makes it has none: the events told to it
@@ -138,7 +135,7 @@ struct CallObservation: Sendable {
         fieldsInstead: (@Sendable (inout ConnectRequest) -> Void)? = nil
     ) -> CallObservation {
         CallObservation(
-            observers: [], sends: Protected([:]), telling: Telling(), relay: relay, fieldsInstead: fieldsInstead)
+            observers: [], sends: Protected([:]), ended: Protected(false), relay: relay, fieldsInstead: fieldsInstead)
     }
 
     /// Tells this copy's observers nothing more, nor asks them for fields (see ``sharing(relayingTo:)``).
@@ -170,69 +167,28 @@ struct CallObservation: Sendable {
     func record(_ event: ConnectEvent) {
         relay?(event)
         if let listens, !listens.withLock({ $0 }) { return }
-        tell { ended in
-            // The call's end is its last event, but for the ends of the sends it cut short
-            // (``recordEnd(of:status:error:)``).
+        // The call's end is its last event, but for the ends of the sends it cut short (``recordEnd(of:status:error:)``).
+        let isLate = ended.withLock { ended -> Bool in
             switch event {
             case .callEnded:
-                if ended { return nil }
-                ended = true
+                defer { ended = true }
+                return ended
             // A send it cut short ends; a token refresh its rejection started may outlive it and is told.
-            case .attemptEnded, .tokenRefreshStarted, .tokenRefreshEnded: break
-            default: if ended { return nil }
+            case .attemptEnded, .tokenRefreshStarted, .tokenRefreshEnded: return false
+            default: return ended
             }
-            return .event(event, observers)
         }
+        if isLate { return }
+        for observer in observers { observer.record(event) }
     }
 
     /// Tells the observers that a send of `attempt` is starting, with `request` as it goes to the transport; nothing
     /// once the call's end was told.
     func recordStart(of attempt: Int, request: ConnectRequest) {
         if let listens, !listens.withLock({ $0 }) { return }
-        let event = ConnectEvent.attemptStarted(attempt: attempt, request: request)
-        var isTold = false
-        tell { ended in
-            guard !ended else { return nil }
-            // Counted only when told: a start the call's end came before has no end to tell.
-            sends.withLock { $0[attempt, default: (0, 0)].started += 1 }
-            isTold = true
-            return .event(event, observers)
-        }
-        if isTold { relay?(event) }
-    }
-
-    /// Runs `action` once every event decided before it has been told: the call's future completes so, after its
-    /// end is told, whichever thread tells it.
-    func afterTold(_ action: @escaping @Sendable () -> Void) {
-        tell { _ in .action(action) }
-    }
-
-    /// Adds what `decide` makes of the call's state (`ended`, under the lock) to what is to be told, and tells it,
-    /// with whatever else waits, unless another thread is telling: that thread tells it after what it tells, in the
-    /// order decided. No lock is held while an observer hears an event: an observer that ends this call, or
-    /// another, as it hears of one (cancelling it) has that told after, on its own thread or the other's, and
-    /// waits for nobody.
-    private func tell(_ decide: (_ ended: inout Bool) -> Telling.Item?) {
-        let drains = telling.lock.withLock { () -> Bool in
-            guard let item = decide(&telling.ended) else { return false }
-            telling.waiting.append(item)
-            if telling.isTelling { return false }
-            telling.isTelling = true
-            return true
-        }
-        guard drains else { return }
-        while let item = telling.lock.withLock({ () -> Telling.Item? in
-            guard !telling.waiting.isEmpty else {
-                telling.isTelling = false
-                return nil
-            }
-            return telling.waiting.removeFirst()
-        }) {
-            switch item {
-            case .event(let event, let observers): for observer in observers { observer.record(event) }
-            case .action(let action): action()
-            }
-        }
+        guard !ended.withLock({ $0 }) else { return }
+        sends.withLock { $0[attempt, default: (0, 0)].started += 1 }
+        record(.attemptStarted(attempt: attempt, request: request))
     }
 
     /// Tells the observers that a send of `attempt` ended, once per send started (once for an attempt told of no
@@ -266,28 +222,6 @@ struct CallObservation: Sendable {
         for observer in observers {
             for field in observer.headerFields(forAttempt: attempt) { request.headerFields[field.name] = field.value }
         }
-    }
-}
-
-extension CallObservation {
-    /// What a call's observers are to be told, in the order it was decided, and whether its end was.
-    final class Telling: @unchecked Sendable {
-        /// Something to tell, or to run once what came before it was told.
-        enum Item {
-            case event(ConnectEvent, [any ConnectCallObserver])
-            case action(@Sendable () -> Void)
-        }
-
-        // `lock` protects the three properties below; it is never held while an observer hears an event or an
-        // action runs.
-        let lock = NSLock()
-        /// Whether the call's end was decided: after it, only the ends of sends told started before it are told (a
-        /// stage that hands on a request late, the second send of a hedge leaving the queue, tells nothing more).
-        var ended = false
-        /// What waits to be told, oldest first.
-        var waiting: [Item] = []
-        /// Whether a thread is telling what waits.
-        var isTelling = false
     }
 }
 

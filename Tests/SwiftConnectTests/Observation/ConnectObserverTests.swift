@@ -193,10 +193,8 @@ final class ConnectObserverTests: XCTestCase {
         firstGate.succeed(())
         // Then
         _ = try call.wait(timeout: 10)
-        // (The call's events are told one at a time: the first send's end, met while the second's was being told,
-        // comes after it.)
         XCTAssertEqual(
-            observer.events.values, ["start 1 -", "start 1 -", "end 1 202", "end 1 200", "call 200 after 1"])
+            observer.events.values, ["start 1 -", "start 1 -", "end 1 200", "end 1 202", "call 200 after 1"])
     }
 
     /// A hedge: a middleware that sends its attempt's request twice and cancels the slower send once the other is
