@@ -305,50 +305,46 @@ final class ConnectivityReleaseTests: XCTestCase {
     /// A request waiting in the queue the middleware holds when the client is released keeps the hold (it is still
     /// the client's call), and starts when the network returns.
     func testARequestWaitingInTheHeldQueueWhenItsClientIsReleasedGoesWhenTheNetworkReturns() throws {
-        let network = FakeConnectivityMonitor(.connected)
-        let gate = Promise<Void>()
-        transport.stub("/items/1", with: FakeResponse.json(["ok": true]).released(by: gate.future))
         let queue = RequestQueue(maxConcurrentRequests: 1)
-        var connect: Connect? = Connect(
-            transport: transport,
-            middlewares: [ConnectivityMiddleware(monitor: network, pausing: queue)],
-            retryPolicy: nil, requestQueue: queue)
-        let running = try XCTUnwrap(connect).request(Item(id: 1))
-        let waiting = try XCTUnwrap(connect).request(Item(id: 2))
-        network.goOffline()
-        connect = nil
-        gate.succeed(())
-        XCTAssertNoThrow(try running.wait(timeout: 5))
-
-        XCTAssertTrue(queue.isPaused)
-        XCTAssertFalse(waiting.isCompleted)
-        network.goOnline()
-        XCTAssertNoThrow(try waiting.wait(timeout: 5))
-        XCTAssertEqual(paths, ["/items/1", "/items/2"])
+        try assertAWaitingRequestGoesWhenTheNetworkReturns(
+            afterItsClientIsReleased: { queue }, whileOffline: { XCTAssertTrue(queue.isPaused) })
     }
 
     /// The same with a queue only the client held (made where the client is): the middleware holds the queue weakly,
     /// so that a queue the app paused and let go of is freed, but strongly while it holds it for the network. Held
     /// weakly all along, the queue went with the client, and its `deinit` failed the waiting request `cancelled`.
     func testARequestWaitingInAHeldQueueOnlyItsClientHeldGoesWhenTheNetworkReturns() throws {
+        try assertAWaitingRequestGoesWhenTheNetworkReturns(afterItsClientIsReleased: {
+            RequestQueue(maxConcurrentRequests: 1)
+        })
+    }
+
+    /// Sends `/items/1` (held until its client is released offline) and `/items/2`, waiting in the queue `makeQueue`
+    /// makes, through a client whose connectivity middleware pauses it while offline; goes offline, lets the client
+    /// go, then the first answer; runs `whileOffline`; goes online, and checks the waiting request goes.
+    private func assertAWaitingRequestGoesWhenTheNetworkReturns(
+        afterItsClientIsReleased makeQueue: () -> RequestQueue, whileOffline: () -> Void = {}, line: UInt = #line
+    ) throws {
         let network = FakeConnectivityMonitor(.connected)
         let gate = Promise<Void>()
         transport.stub("/items/1", with: FakeResponse.json(["ok": true]).released(by: gate.future))
         var connect: Connect? = {
-            let queue = RequestQueue(maxConcurrentRequests: 1)
+            let queue = makeQueue()
             return Connect(
                 transport: transport, middlewares: [ConnectivityMiddleware(monitor: network, pausing: queue)],
                 retryPolicy: nil, requestQueue: queue)
         }()
-        let running = try XCTUnwrap(connect).request(Item(id: 1))
-        let waiting = try XCTUnwrap(connect).request(Item(id: 2))
+        let running = try XCTUnwrap(connect, line: line).request(Item(id: 1))
+        let waiting = try XCTUnwrap(connect, line: line).request(Item(id: 2))
         network.goOffline()
         connect = nil
         gate.succeed(())
-        XCTAssertNoThrow(try running.wait(timeout: 5))
+        XCTAssertNoThrow(try running.wait(timeout: 5), line: line)
 
+        whileOffline()
+        XCTAssertFalse(waiting.isCompleted, line: line)
         network.goOnline()
-        XCTAssertNoThrow(try waiting.wait(timeout: 5))
-        XCTAssertEqual(paths, ["/items/1", "/items/2"])
+        XCTAssertNoThrow(try waiting.wait(timeout: 5), line: line)
+        XCTAssertEqual(paths, ["/items/1", "/items/2"], line: line)
     }
 }
