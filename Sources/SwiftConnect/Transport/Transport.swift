@@ -140,6 +140,11 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
     ConnectResponse
 > {
     var request = request
+    // Refused unsent, as the client and every engine's exchange refuse it: a transport called directly has no client
+    // to check it first, and a negative size limit would otherwise fail even an empty body, after sending it.
+    if let converted = try? ConnectRequest(request), let error = transfer.negativeLimit(sent: converted) {
+        return Future(error: error)
+    }
     if let destination = transfer.destination {
         do {
             try TransferOptions.checkDestination(destination, request: request)

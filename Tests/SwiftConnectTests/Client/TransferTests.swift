@@ -477,6 +477,19 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: precious), Data("user data".utf8))
     }
 
+    /// A negative limit handed to a transport directly (no `Connect` to check it first) is a mistake in the call, as
+    /// it is through the client and every engine's exchange: the in-memory way sent the request and then failed even
+    /// an empty body with `responseTooLarge(limit: -1)`.
+    func testInMemoryTransferRefusesANegativeLimitUnsent() throws {
+        let transport = FakeTransport.answering(.status(204))
+        let request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.example.com/empty")))
+        let transfer = TransferOptions(maxResponseBytes: -1)
+        XCTAssertThrowsError(try transport.send(request, transfer: transfer).wait(timeout: 5)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest, "\(error)")
+        }
+        XCTAssertTrue(transport.requests.isEmpty, "refused before anything is sent")
+    }
+
     /// A destination in a folder that does not exist was reported as a permission problem.
     func testDownloadIntoAMissingFolderSaysSo() {
         let transport = FakeTransport.answering(.data(Data("payload".utf8)))
