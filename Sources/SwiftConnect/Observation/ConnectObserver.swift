@@ -51,8 +51,12 @@ public protocol ConnectObserver: Sendable {
 /// hedge's two sends, once the other was answered): ``ConnectError/Kind/cancelled`` is the truth of that send, and the
 /// call's end tells how the call went. Those ends, and a token refresh the call's rejection started, are the only events
 /// told after the call's end: what a send the call did not wait for meets later (a queue wait, a redirect) is not told.
-/// A token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its own state
-/// thread-safe.
+/// One exception, by design: a send that starts on one thread at the moment the call ends on another (a retry leaving
+/// its wait as the caller cancels) may be told started just after the end, and then ended, cancelled. Ordering the
+/// two would hold one thread until another thread's observers return, and observers that cancel each other's calls
+/// from two threads would then wait for each other for ever. A token refresh or a queue wait may be told from another
+/// thread meanwhile, so an observer keeps its own state thread-safe, and ends what such a late start opens when its
+/// send is told ended.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.
     ///
