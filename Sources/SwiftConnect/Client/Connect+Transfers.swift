@@ -283,6 +283,7 @@ extension Connect {
                         request: .sent(request))
                 }
                 try partial.checkFile(request: request)
+                try partial.checkIsNot(destination: destination, request: request)
                 // Each attempt sets these from the newest part (`RetryingCall`); set here too, the call's debug log
                 // and observers show the request as the first attempt sends it.
                 request.setValue(partial.range, forHTTPHeaderField: "Range")

@@ -82,6 +82,22 @@ public struct PartialDownload: Sendable, Hashable {
         }
     }
 
+    /// Fails with ``ConnectError/Kind/invalidRequest`` when `destination` is this part's own file (its path, or a link
+    /// to it): the whole body would replace the part, which a resumed download then removes as a used part, and the
+    /// call would hand over a file that is gone.
+    func checkIsNot(destination: URL, request: ConnectRequest) throws {
+        var part = stat()
+        var target = stat()
+        guard stat(fileURL.path, &part) == 0, stat(destination.path, &target) == 0, part.st_dev == target.st_dev,
+            part.st_ino == target.st_ino
+        else { return }
+        throw ConnectError(
+            .invalidRequest,
+            message: "the destination \(destination.path) is the partial download's own file: download to another file "
+                + "(the part is removed once the download succeeds)",
+            request: .sent(request))
+    }
+
     /// The validator the answer `head` carries: a strong `ETag` (a weak one, `W/`, may not be used with `If-Range`,
     /// RFC 9110 §13.1.5), else its `Last-Modified` when it is strong; `nil` if neither.
     ///

@@ -169,6 +169,26 @@ final class ResumableDownloadTests: IntegrationTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["movie.bin"])
     }
 
+    /// A download resumed into its part's own file (the path, or a link to it) is refused unsent, the part kept: the
+    /// whole body replaced the part, which then went as a used part goes, and the call reported a file that was gone.
+    func testAResumeIntoItsPartsOwnFileIsRefusedAndKeepsThePart() throws {
+        let partial = try cutDownload()
+        let requestsBefore = server.requests.count
+        let link = folder.appendingPathComponent("link-to-part.bin")
+        try FileManager.default.createSymbolicLink(at: link, withDestinationURL: partial.fileURL)
+        for target in [partial.fileURL, link] {
+            XCTAssertThrowsError(try connect.download(Route("/movie"), to: target, resuming: partial).wait(timeout: 30))
+            {
+                XCTAssertEqual(($0 as? ConnectError)?.kind, .invalidRequest, "\($0)")
+            }
+        }
+        XCTAssertEqual(server.requests.count, requestsBefore, "refused before anything is sent")
+        XCTAssertEqual(try Data(contentsOf: partial.fileURL).count, Int(partial.bytesReceived), "the part is kept")
+        XCTAssertEqual(
+            try connect.download(Route("/movie"), to: destination, resuming: partial).wait(timeout: 30), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Self.body)
+    }
+
     /// A retry clock that says when a retry waits; one that `holds` never runs the retry (no wait is 0 s with it).
     private final class WaitingClock: RetryClock, @unchecked Sendable {
         // `actions` is read and written under `lock`.
