@@ -43,9 +43,14 @@ final class BodyFileShrinkWatch: Sendable {
                 guard let path else { return nil }
                 let watch = inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC))
                 guard watch >= 0 else { return nil }
-                // A truncation is a modification (`IN_MODIFY`), as is any write.
-                let opened = open(path, O_RDONLY | O_CLOEXEC)
-                guard opened >= 0, inotify_add_watch(watch, path, UInt32(IN_MODIFY)) >= 0 else {
+                // A truncation is a modification (`IN_MODIFY`), as is any write. Opened without waiting and judged
+                // again, as `MultipartFormData.openRegularFile` opens: a pipe swapped in since the file was checked
+                // would hold this thread until a writer came, and it has no size to watch.
+                let opened = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+                var status = stat()
+                guard opened >= 0, fstat(opened, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+                    inotify_add_watch(watch, path, UInt32(IN_MODIFY)) >= 0
+                else {
                     if opened >= 0 { close(opened) }
                     close(watch)
                     return nil
