@@ -347,6 +347,62 @@ final class ResponseCacheHeadTests: XCTestCase {
         XCTAssertEqual(gets(transport), 2)
     }
 
+    /// A HEAD that a redirect led to another resource (`/a` now answers `302` to `/b`) says nothing about `/a`'s stored
+    /// GET: its `200` merged `/b`'s fields into it and served it fresh again, as a 304 from there is refused to do.
+    func testAHeadAnsweredByAnotherResourceRefreshesNothing() throws {
+        // Given a stored GET response with ETag "v1", fresh for 60 seconds, now stale
+        let clock = ManualClock()
+        let other = try XCTUnwrap(URL(string: "https://api.example.com/b"))
+        let redirectedHead = FakeResponse.handler { request in
+            let answer = ConnectResponse(
+                request: request, statusCode: 200,
+                headers: ["ETag": #""v1""#, "Cache-Control": "max-age=3600", "Content-Type": "text/html"], data: Data(),
+                url: other)
+            return .success(answer!)
+        }
+        let transport = server(
+            getHeaders: { ["ETag": #""v\#($0)""#, "Cache-Control": "max-age=60"] }, head: [redirectedHead])
+        let connect = client(transport, cache: ResponseCache(now: { clock.now }))
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+        clock.advance(100)
+
+        // When a HEAD of its URL is followed to /b, which answers with the same ETag and a long max-age
+        try head(connect)
+
+        // Then the stored GET is neither refreshed nor relabelled: the next GET goes to the network
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+        XCTAssertNotEqual(try getResponse(connect).header("Content-Type"), "text/html")
+    }
+
+    /// Nor does a HEAD answered directly refresh a stored GET response that a redirect led to another resource.
+    func testAHeadRefreshesNoStoredGetThatARedirectLedElsewhere() throws {
+        let clock = ManualClock()
+        let other = try XCTUnwrap(URL(string: "https://api.example.com/b"))
+        let versions = Guarded(0)
+        let transport = FakeTransport()
+        let redirectedGet = FakeResponse.handler { request in
+            let version = versions.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            let answer = ConnectResponse(
+                request: request, statusCode: 200, headers: ["ETag": #""v1""#, "Cache-Control": "max-age=60"],
+                data: Data("b\(version)".utf8), url: other)
+            return .success(answer!)
+        }
+        transport.stub(.get, "/a", with: redirectedGet)
+        transport.stub(.head, "/a", with: [.status(200, headers: ["ETag": #""v1""#, "Cache-Control": "max-age=3600"])])
+        let connect = client(transport, cache: ResponseCache(now: { clock.now }))
+        XCTAssertEqual(try get(connect), "b1")
+        clock.advance(100)
+
+        try head(connect)
+
+        XCTAssertEqual(try get(connect), "b2")
+        XCTAssertEqual(gets(transport), 2)
+    }
+
     func testAHeadRefreshLastsNoLongerThanTheStoredGetsRule() throws {
         // Given a GET response stored under a rule of 300 seconds, now stale
         let clock = ManualClock()

@@ -1468,6 +1468,9 @@ public final class ResponseCache: Sendable {
             storage?.removeResponses(forKey: key)
             return
         }
+        // A `200` a redirect led to (`/a` now answers `302` to `/b`) is another resource's: it neither refreshes nor
+        // contradicts what a GET of `head`'s URL got, as a 304 from there validates nothing (`updated`).
+        guard !Self.answersAnotherResource(answer, than: head) else { return }
         // Memory first: what it has under the key is what a GET would be served. `nil` when it has nothing that a GET
         // with these headers would be served.
         let found = state.withLock { state -> HeadCheck? in
@@ -1480,6 +1483,8 @@ public final class ResponseCache: Sendable {
         }
         switch found {
         case .agrees(let entry):
+            // A GET response a redirect led to is another resource's: the HEAD's answer is not its revalidation.
+            guard !entry.isRedirected else { return }
             refresh(
                 entry, underKey: key, for: head, by: answer, timeToLive: nil, fetch: fetch, generation: generation,
                 hasCredentials: credentials != nil)
