@@ -67,6 +67,11 @@ import Foundation
 /// 304 would serve the whole body again), and counts as a miss; its 206 or 416 reaches the caller and leaves the stored
 /// response, a 200 (a server ignoring the `Range`) replaces it. With `only-if-cached` it fails, nothing sent.
 ///
+/// A response a redirect led to (`/me/avatar` answering `302` to `/u1-v3.png`) is stored under the URL asked for, fresh
+/// for no longer than its rule allows: the engine followed the redirect, and the cache never sees the `3xx` or its
+/// fields (a `no-store` there, a redirect meant to change). Give an endpoint that redirects to something that changes
+/// a short rule, or none.
+///
 /// The cache is private (its client's). It serves a response past its time to live only to a request that accepts one
 /// (`max-stale`, `.returnCacheData…`, below); to any other, it revalidates it (RFC 9111 §4.3) when it can:
 ///
