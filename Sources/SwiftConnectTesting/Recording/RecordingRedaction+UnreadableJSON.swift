@@ -16,6 +16,26 @@ extension RecordingRedaction {
     /// type holding a control byte JSON text never holds (NUL…): binary content whose first byte happens to be `{`
     /// or `[` (a BSON document), recorded and matched byte for byte.
     static func isUnreadableJSON(_ data: Data, contentType: String?) -> Bool {
+        startsAsUnreadableJSON(data, contentType: contentType) && !isOtherDeclaredType(contentType)
+    }
+
+    /// Whether `data`, declared of a type other than JSON (`text/plain`, `text/markdown`), starts as JSON does but
+    /// cannot be read as JSON (``isUnreadableJSON(_:contentType:)`` but for its type): text that merely starts with a
+    /// bracket (a README's badge, an INI section, a `[INFO]` log), or JSON mislabelled and cut short. Kept, unlike
+    /// unreadable JSON, with the strings under a secret key hidden (``secretStringsScanned(in:)``): withheld whole, a
+    /// replay handed the app the placeholder for its text, and two such request bodies matched alike.
+    static func isBracketedText(_ data: Data, contentType: String?) -> Bool {
+        isOtherDeclaredType(contentType) && startsAsUnreadableJSON(data, contentType: contentType)
+    }
+
+    /// Whether `contentType` names a type, and not a JSON one.
+    private static func isOtherDeclaredType(_ contentType: String?) -> Bool {
+        let type = contentType?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return !type.isEmpty && !type.contains("json")
+    }
+
+    /// ``isUnreadableJSON(_:contentType:)`` whatever the declared type.
+    private static func startsAsUnreadableJSON(_ data: Data, contentType: String?) -> Bool {
         guard let first = withoutBOM(data).first(where: { !jsonWhitespace.contains($0) }) else { return false }
         let type = contentType?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         if type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("multipart/") { return false }

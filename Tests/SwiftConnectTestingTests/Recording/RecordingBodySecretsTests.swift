@@ -417,6 +417,50 @@ final class RecordingBodySecretsTests: XCTestCase {
         XCTAssertEqual(har.log.entries.last?.response.content.text, "you asked for /files/<redacted>")
     }
 
+    /// Text of another declared type that merely starts with a bracket (a README's badge, an INI section, a `[INFO]`
+    /// log) is no JSON: it was withheld whole as unreadable JSON, and replayed as the placeholder; two such request
+    /// bodies matched alike. It is kept now, and what a mislabelled JSON cut short holds under a secret key is hidden.
+    func testTextOfAnotherTypeStartingWithABracketIsKeptWithItsSecretsHidden() throws {
+        let readme = "[![CI](https://ci.test/badge.svg)](https://ci.test)\n# Title\n"
+        let mislabelled = #"{"access_token":"tok-TEXT-112233","expires_in":3"#
+        let fake = FakeTransport(
+            fallback: .handler { request in
+                let body = request.url?.path == "/readme" ? readme : mislabelled
+                return Self.plainText(Data(body.utf8), to: request)
+            })
+        fake.stub(.put, "/config", with: [.data(Data("first".utf8)), .data(Data("second".utf8))])
+        let file = folder.appendingPathComponent("bracketed.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: fake, mode: .record)
+        func config(_ value: Int) throws -> ConnectRequest {
+            try connectRequest(
+                .put, "http://api.test/config", headers: [.contentType: "text/plain"],
+                body: Data("[section]\nvalue=\(value)\n".utf8))
+        }
+        // When
+        for request in [
+            try connectRequest(.get, "http://api.test/readme"), try connectRequest(.get, "http://api.test/token"),
+            try config(1), try config(2),
+        ] {
+            _ = try recorder.send(request, transfer: TransferOptions()).wait()
+        }
+        // Then
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-TEXT-112233"), text)
+        let entries = try HAR(contentsOf: file).log.entries
+        XCTAssertEqual(entries.first?.response.content.data, Data(readme.utf8))
+        XCTAssertEqual(
+            entries.dropFirst().first.map { String(decoding: $0.response.content.data ?? Data(), as: UTF8.self) },
+            #"{"access_token":"<redacted>","expires_in":3"#)
+        // When: replayed
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        let readmeAgain = try replay.send(connectRequest(.get, "http://api.test/readme"), transfer: TransferOptions())
+            .wait()
+        let second = try replay.send(config(2), transfer: TransferOptions()).wait()
+        // Then: the README as it came, and each body its own answer
+        XCTAssertEqual(readmeAgain.data, Data(readme.utf8))
+        XCTAssertEqual(String(decoding: second.data, as: UTF8.self), "second")
+    }
+
     func testARequestOfJSONCutShortIsWithheldItsEchoHiddenAndReplayStillMatches() throws {
         // Given: a request whose JSON body is cut short, to a server that echoes it in plain text
         let fake = FakeTransport(
