@@ -8,13 +8,14 @@ extension RecordingRedaction {
     /// so none of it is kept.
     static let unreadableJSONBody = "<redacted: unreadable JSON body>"
 
-    /// Whether `data` is, or claims to be, JSON that cannot be read: a JSON media type (`application/json`,
-    /// `application/problem+json`…) or, unless the type is a form, a body starting with `{` or `[` after a byte order
-    /// mark and white space; and it does not parse as JSON nor as JSON lines (a body cut short), or it nests deeper
-    /// than ``SwiftConnect/Redaction/maximumJSONDepth`` levels, where the logs stop reading JSON too (walking it
-    /// recurses once per level). White space alone is not unreadable: it holds no secret. Nor is a body of another
-    /// type holding a control byte JSON text never holds (NUL…): binary content whose first byte happens to be `{`
-    /// or `[` (a BSON document), recorded and matched byte for byte.
+    /// Whether `data` is, or claims to be, JSON that cannot be read: of a JSON media type (`application/json`,
+    /// `application/problem+json`…) or, without a declared type, starting with `{` or `[` after a byte order mark and
+    /// white space (of another declared type, see ``isBracketedText(_:contentType:)``); and it does not parse as JSON
+    /// nor as JSON lines (a body cut short), or it nests deeper than ``SwiftConnect/Redaction/maximumJSONDepth``
+    /// levels, where the logs stop reading JSON too (walking it recurses once per level). White space alone is not
+    /// unreadable: it holds no secret. Nor is a body not declared JSON holding a control byte JSON text never holds
+    /// (NUL…): binary content whose first byte happens to be `{` or `[` (a BSON document), recorded and matched byte
+    /// for byte.
     static func isUnreadableJSON(_ data: Data, contentType: String?) -> Bool {
         startsAsUnreadableJSON(data, contentType: contentType) && !isOtherDeclaredType(contentType)
     }
