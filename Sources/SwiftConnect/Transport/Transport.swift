@@ -177,6 +177,11 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
         ? nil : TransportDeadline(seconds: request.timeoutInterval, notAfter: transfer.callDeadline)
     let sent = transport.send(request)
     let answer = sent.flatMap { [request] response -> Future<ConnectResponse> in
+        // A one-shot body is read by the transport as it sends it: what went is the body of the request its answer
+        // carries (`FakeTransport` reads it whole), or, from a transport that says nothing of it, none counted.
+        let sentBytes =
+            request.httpBody == nil && request.httpBodyStream != nil
+            ? Int64(response.request.httpBody?.count ?? 0) : sentBytes
         guard let stream = response.bodyStream else {
             return Future(result: Result { try inMemory(response, to: request, transfer: transfer, sent: sentBytes) })
         }

@@ -44,6 +44,20 @@ final class FakeTransportRequestBodyTests: XCTestCase {
         XCTAssertNil(transport.requests.first?.httpBodyStream)
     }
 
+    /// The progress of a streamed upload counts the bytes the fake read, as an engine's does: it told 0 of 0 sent.
+    func testAStreamedBodysProgressCountsTheBytesSent() throws {
+        let transport = FakeTransport.answering(.status(204))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let reports = Recorder<TransferProgress>()
+        let options = RequestOptions(progress: { reports.append($0) })
+        let body = ConnectRequest.OneShotStream(Self.chunks(["hel", "lo ", "world"]), length: 11)
+        _ = try connect.response(
+            for: ConnectRequest(method: .put, url: Self.url, body: .stream(body)), options: options
+        ).wait(timeout: 5)
+        XCTAssertEqual(reports.values.last?.bytesSent, 11)
+        XCTAssertEqual(reports.values.last?.totalBytesToSend, 11)
+    }
+
     func testAnInputStreamBodySentStraightToTheFakeIsRecordedAsBytes() throws {
         // Given
         let transport = FakeTransport.answering(.status(204))
