@@ -34,7 +34,8 @@ import Foundation
 public struct PartialDownload: Sendable, Hashable {
     /// How many bytes of the body the file holds, from its start.
     public let bytesReceived: Int64
-    /// The file in the temporary directory holding those bytes, readable by the owner only.
+    /// The file holding those bytes, readable by the owner only: in the temporary directory, or, for a destination on
+    /// another file system, a hidden file beside the destination (moving it there would copy every byte).
     public let fileURL: URL
     /// The answer's validator, sent back as `If-Range`: its strong `ETag`, else its strong `Last-Modified`.
     let validator: String

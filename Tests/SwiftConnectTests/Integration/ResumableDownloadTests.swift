@@ -189,6 +189,36 @@ final class ResumableDownloadTests: IntegrationTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), Self.body)
     }
 
+    /// A download to another file system than the temporary directory's (a tmpfs `/tmp`, an external drive) keeps its
+    /// part where it was written, beside the destination: moving it meant copying every byte that arrived, on the
+    /// thread that cancelled or timed out the call (a UI freezing for seconds), into a RAM-backed `/tmp` perhaps.
+    func testAPartOnAnotherFileSystemThanTheTemporaryDirectoryStaysBesideTheDestination() throws {
+        let elsewhere = URL(fileURLWithPath: "/dev/shm").appendingPathComponent("resume-\(UUID().uuidString)")
+        var shm = stat()
+        var temporary = stat()
+        guard stat("/dev/shm", &shm) == 0, stat(FileManager.default.temporaryDirectory.path, &temporary) == 0,
+            shm.st_dev != temporary.st_dev
+        else { throw XCTSkip("no file system other than the temporary directory's at /dev/shm") }
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: elsewhere) }
+        let target = elsewhere.appendingPathComponent("movie.bin")
+        site.set(cutAfter: 80_000)
+        let result = try connect.download(Route("/movie"), to: target).waitForResult(timeout: 30)
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+        let partial = try XCTUnwrap(error.partialDownload, "\(error)")
+        // Then: kept beside the destination, the owner's only, holding the body's start
+        XCTAssertEqual(partial.fileURL.deletingLastPathComponent().path, elsewhere.path)
+        let kept = try Data(contentsOf: partial.fileURL)
+        XCTAssertEqual(Int64(kept.count), partial.bytesReceived)
+        XCTAssertEqual(kept, Self.body.prefix(kept.count))
+        let mode = try FileManager.default.attributesOfItem(atPath: partial.fileURL.path)[.posixPermissions] as? Int
+        XCTAssertEqual(mode, 0o600)
+        // And: resumed from there, nothing but the destination is left
+        XCTAssertEqual(try connect.download(Route("/movie"), to: target, resuming: partial).wait(timeout: 30), target)
+        XCTAssertEqual(try Data(contentsOf: target), Self.body)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path), ["movie.bin"])
+    }
+
     /// A retry clock that says when a retry waits; one that `holds` never runs the retry (no wait is 0 s with it).
     private final class WaitingClock: RetryClock, @unchecked Sendable {
         // `actions` is read and written under `lock`.

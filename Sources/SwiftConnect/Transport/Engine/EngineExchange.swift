@@ -1021,9 +1021,10 @@ final class DownloadFile: Sendable {
         try? FileManager.default.removeItem(at: url)
     }
 
-    /// Closes the file and moves it, owner-only, into the temporary directory as the part of a body that arrived;
-    /// `nil` (the file removed) when nothing was written, when the file was already closed (moved into place,
-    /// discarded), or when it cannot be moved.
+    /// Closes the file and moves it, owner-only, into the temporary directory as the part of a body that arrived (or
+    /// leaves it where it is, beside the destination, when it cannot be renamed there: another file system); `nil`
+    /// (the file removed) when nothing was written, or when the file was already closed (moved into place,
+    /// discarded).
     func keep(_ keeping: PartialKeeping) -> PartialDownload? {
         // All under the lock: a second caller (the deadline, the exchange's own failure) finds the file closed and
         // leaves it to this one.
@@ -1039,17 +1040,10 @@ final class DownloadFile: Sendable {
             }
             let target = FileManager.default.temporaryDirectory
                 .appendingPathComponent("SwiftConnect-partial-\(UUID().uuidString).download")
-            if rename(url.path, target.path) != 0 {
-                // Another file system: copied (its permissions with it), then removed.
-                do {
-                    try FileManager.default.copyItem(at: url, to: target)
-                } catch {
-                    try? FileManager.default.removeItem(at: target)
-                    try? FileManager.default.removeItem(at: url)
-                    return nil
-                }
-                try? FileManager.default.removeItem(at: url)
-            }
+            // On another file system (a tmpfs `/tmp`, an external drive), or where the temporary directory refuses
+            // it, the part stays where it was written, beside the destination: moving it would copy every byte that
+            // arrived, here, on the thread that cancelled or timed out the call, under this lock.
+            guard rename(url.path, target.path) == 0 else { return (url, current.written) }
             return (target, current.written)
         }
         guard let kept else { return nil }
