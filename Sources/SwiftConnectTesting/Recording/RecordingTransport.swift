@@ -40,8 +40,10 @@ import SwiftConnect
 ///   answer's XML elements and attributes (`&lt;redacted:password&gt;` there, so that it is still XML), user
 ///   info and `Set-Cookie` values become placeholders (`<redacted:Authorization>`) by the library's own rules, and an
 ///   echo of a secret value anywhere else, in a binary body too, becomes `<redacted>`. A body that is or claims to be
-///   JSON but cannot be read (cut short, or nested deeper than 128 levels, where the library's logs stop reading it
-///   too) is recorded whole as `<redacted: unreadable JSON body>`, since its secrets cannot be found: a request with
+///   JSON (declared so, or of no declared type and starting with `{` or `[`) but cannot be read (cut short, or nested
+///   deeper than 128 levels, where the library's logs stop reading it too) is recorded whole as
+///   `<redacted: unreadable JSON body>`, since its secrets cannot be found (text of another declared type is kept,
+///   the strings a secret key names in it hidden): a request with
 ///   such a body matches a recording of the same call with any such body, and such an answer replays as the
 ///   placeholder. Matching compares the placeholders, so replay works with any token; `placeholderValues` puts values
 ///   back into replayed responses (and their `Content-Length`, when they have one, is the filled body's).
@@ -183,8 +185,11 @@ public final class RecordingTransport: Transport, Sendable {
     ///
     /// ```swift
     /// let transport = RecordingTransport(wrapping: URLSessionTransport())       // this test's own file
-    /// let shared = RecordingTransport("login", wrapping: URLSessionTransport())  // __Recordings__/login.har
+    /// let named = RecordingTransport("TodoTests.login", wrapping: URLSessionTransport())  // TodoTests.login.har
     /// ```
+    ///
+    /// A name is one test's file still: two tests of a run that record under one name add to one file, and each
+    /// one's replay then finds the other's recordings unused (``verifyAllRecordingsUsed()``).
     ///
     /// The default name is the test *file*'s name and the test method's (`#filePath` and `#function`), not the test
     /// class's: a default argument has no way to name the type its caller belongs to. Two test classes in one file
