@@ -161,7 +161,7 @@ public enum TransportConformance {
         disagreeingLengths, refusedConnection,
         bodySentAgain,
         resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, undecodedCodingIsRefused,
-        truncatedCompressedBody, downloadToAFile,
+        truncatedCompressedBody, downloadToAFile, unusableFilesAreRefused,
         downloadErrorBodyLimit, streamedBodyArrivesAsItIsSent, requestBodyStreamsAsItIsMade,
         streamedRequestBodyKeepsItsLength, streamedRequestBodyHasOneFraming, failingRequestBodyStream,
         stalledRequestBodyStream,
@@ -857,6 +857,52 @@ public enum TransportConformance {
             try context.expect((try? Data(contentsOf: destination)) == bytes, "the file does not hold the body")
             let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
             try context.expect(left == ["download.bin"], "the folder holds \(left)")
+        }
+    }
+
+    /// A body file or a destination the transfer cannot use is refused before anything is sent, on every transport
+    /// (``SwiftConnect/TransferOptions``): a directory as the body file or as the destination, with `.fileAccess`,
+    /// what the folder holds kept; a caller's `Content-Length` other than the body file's length, with
+    /// `.invalidRequest` (sent, the file's bytes past that length would be read as the next request on a kept-alive
+    /// connection).
+    static let unusableFilesAreRefused = Check(name: "unusable files are refused") { context in
+        try context.withServer { server in
+            server.route("*", "/upload") { _ in .text("sent") }
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let file = folder.appendingPathComponent("body.bin")
+            let bytes = Data((0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+            try bytes.write(to: file)
+            var announcing = request(server, "/upload", method: "POST")
+            announcing.setValue("10", forHTTPHeaderField: "Content-Length")
+            let cases: [(label: String, request: URLRequest, transfer: TransferOptions, kind: ConnectError.Kind)] = [
+                (
+                    "a directory as the body file", request(server, "/upload", method: "POST"),
+                    TransferOptions(bodyFile: folder), .fileAccess
+                ),
+                (
+                    "a directory as the destination", request(server, "/upload"), TransferOptions(destination: folder),
+                    .fileAccess
+                ),
+                (
+                    "a Content-Length of 10 for a body file of 10000 bytes", announcing,
+                    TransferOptions(bodyFile: file),
+                    .invalidRequest
+                ),
+            ]
+            for (label, request, transfer, kind) in cases {
+                let outcome = try context.send(request, transfer: transfer)
+                guard case .failure(let error as ConnectError) = outcome, error.kind == kind else {
+                    throw Failure(description: "\(label): expected a \(kind) error, nothing sent; got \(outcome)")
+                }
+            }
+            try context.expect((try? Data(contentsOf: file)) == bytes, "the folder's file was changed")
+            try context.expect(
+                server.requestCount == 0, "the server got \(server.requestCount) of the requests it should not have")
+            try context.expect(
+                server.connectionCount == 0,
+                "the transport opened \(server.connectionCount) connections for requests it should not have sent")
         }
     }
 }

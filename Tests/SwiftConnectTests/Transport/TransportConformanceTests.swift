@@ -152,6 +152,29 @@ final class TransportConformanceTests: XCTestCase {
         XCTAssertTrue(outcome.failure?.contains("sent it again") ?? false, outcome.description)
     }
 
+    /// The file check can fail: a transport that reads its body file itself (a directory read as nothing, as much of
+    /// a file as the caller's `Content-Length` announces) sends requests the contract refuses unsent.
+    func testATransportThatReadsItsBodyFileItselfFailsTheFileCheck() throws {
+        struct ReadingItsOwnFile: Transport {
+            let engine = URLSessionTransport()
+            func send(_ request: URLRequest) -> Future<ConnectResponse> { engine.send(request) }
+            func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+                var request = request
+                if let file = transfer.bodyFile {
+                    let announced = request.value(forHTTPHeaderField: "Content-Length").flatMap { Int($0) }
+                    let bytes = (try? Data(contentsOf: file)) ?? Data()
+                    request.httpBody = announced.map { bytes.prefix($0) } ?? bytes
+                }
+                return engine.send(request)
+            }
+        }
+        let outcomes = TransportConformance.run(only: ["unusable files are refused"]) { ReadingItsOwnFile() }
+
+        let outcome = try XCTUnwrap(outcomes.first)
+        XCTAssertFalse(outcome.isAsExpected, outcome.description)
+        XCTAssertTrue(outcome.failure?.contains("a directory as the body file") ?? false, outcome.description)
+    }
+
     /// Cancelling a call with transfer options reaches a `send(_:)`-only transport that keeps no reference to the
     /// future it handed out: the in-memory default keeps that future alive until the answer is over.
     func testCancellingTheInMemoryDefaultReachesTheTransport() {
