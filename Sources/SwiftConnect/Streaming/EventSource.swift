@@ -181,8 +181,8 @@ public struct EventSource: AsyncSequence {
                     isFinished = true
                     throw error
                 } catch let error as ConnectError where Self.isBodySizeLimit(error) {
-                    // The size limit of one connection's body (a client-wide `maxResponseBytes`, say): a
-                    // reconnection starts its count again, from the last event ID, so a long-lived source is not
+                    // The size limit of one connection's body (a client-wide `maxResponseBytes`, say), or the
+                    // reader's buffer full behind an engine that cannot pause: a reconnection starts its count again, from the last event ID, so a long-lived source is not
                     // ended by the total of its events. A connection that reached it before handing out an event
                     // (one event larger than the limit) would reach it again, there, on every reconnection: that
                     // fails the source, as an event over its own limit does.
@@ -195,8 +195,8 @@ public struct EventSource: AsyncSequence {
                     try await waitToReconnect(after: error)
                     continue
                 } catch let error as ConnectError where !Self.isNetworkFailure(error) {
-                    // A limit (a line or an event's data too long, a reader too far behind) or another failure the
-                    // stream's own bytes decide: a reconnection would meet it again, for ever. The reader is let go
+                    // A limit (a line or an event's data too long) or another failure the stream's own bytes
+                    // decide: a reconnection would meet it again, for ever. The reader is let go
                     // of, which stops the transfer, whether or not the caller keeps this iterator.
                     record(events)
                     events = nil
@@ -255,10 +255,11 @@ public struct EventSource: AsyncSequence {
             }
         }
 
-        /// Whether `error` is the size limit of a connection's whole body (it came with the response's head), as
-        /// opposed to a line's, an event's or the reader's buffer, which the stream's own bytes decide.
+        /// Whether `error` is the size limit of a connection's whole body (it came with the response's head), or the
+        /// reader's buffer filling behind an engine that cannot pause (URLSession's), as opposed to a line's or an
+        /// event's limit, which the stream's own bytes decide: from its last event, a reconnection goes on.
         private static func isBodySizeLimit(_ error: ConnectError) -> Bool {
-            error.kind == .responseTooLarge && error.storedHead != nil
+            error.kind == .responseTooLarge && (error.storedHead != nil || error.underlyingError is BufferOverflow)
         }
 
         /// The wait before reconnection number `failures` in a row without an event: `delay` (0.01 s at least),

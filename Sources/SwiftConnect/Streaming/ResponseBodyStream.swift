@@ -171,7 +171,8 @@ public final class ResponseBodyStream: Sendable {
                     .responseTooLarge,
                     message: "the stream's buffer of \(options.bufferLimit) bytes is full: the consumer reads slower "
                         + "than the server sends, and this engine cannot pause the transfer "
-                        + "(raise StreamingOptions.bufferLimit, or read faster)"),
+                        + "(raise StreamingOptions.bufferLimit, or read faster)",
+                    underlyingError: BufferOverflow(limit: options.bufferLimit)),
                 cancelling: true, keepingChunks: true)
             return false
         }
@@ -486,4 +487,12 @@ public final class ResponseBodyStream: Sendable {
             }
         }
     }
+}
+
+/// Why a stream fed with ``ResponseBodyStream/offer(_:)`` failed: its buffer filled, the reader behind an engine that
+/// cannot pause. A matter of the reader's pace, not of the stream's bytes: an ``EventSource`` reconnects from its last
+/// event after it, as after a body size limit.
+struct BufferOverflow: Error, Sendable {
+    /// The buffer's limit, in bytes.
+    let limit: Int
 }

@@ -370,6 +370,46 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests[1].value(forHTTPHeaderField: "Last-Event-ID"), "1")
     }
 
+    /// A reader that falls behind an engine that cannot pause (URLSession's: its stream's buffer fills) reconnects
+    /// from its last event, as after a body size limit: the source ended for good, though a reconnection goes on
+    /// where the reader was, and a reader only briefly behind catches up.
+    func testAReaderBehindAFullBufferReconnectsFromItsLastEvent() async throws {
+        let readerHasTheFirst = Promise<Void>()
+        let flooded = Promise<Void>()
+        let eventStream = self.eventStream
+        let unpausable = FakeResponse.handler { request in
+            guard var response = ConnectResponse(request: request, statusCode: 200, headers: eventStream) else {
+                return .failure(ConnectError(.transport, message: "no response"))
+            }
+            // As `URLSessionTransport` feeds a stream: `offer`, which cannot wait for the reader.
+            let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: 64))
+            response.bodyStream = body
+            Task {
+                _ = body.offer(Data("id: 1\ndata: a\n\n".utf8))
+                try? await readerHasTheFirst.future.value
+                for id in 2...20 where body.offer(Data("id: \(id)\ndata: \(id)\n\n".utf8)) {}
+                _ = flooded.complete(with: .success(()))
+            }
+            return .success(response)
+        }
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: [unpausable, sse("data: z\n\n"), .status(204)])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var received: [String] = []
+        for try await event in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
+            received.append(event.data)
+            if event.data == "a" {
+                _ = readerHasTheFirst.complete(with: .success(()))
+                try await flooded.future.value
+            }
+        }
+        XCTAssertEqual(received.first, "a")
+        XCTAssertEqual(received.last, "z", "\(received)")
+        XCTAssertEqual(transport.requests.count, 3)
+        let resumedFrom = try XCTUnwrap(transport.requests[1].value(forHTTPHeaderField: "Last-Event-ID"))
+        XCTAssertEqual(resumedFrom, received.dropLast().last.map { $0 == "a" ? "1" : $0 }, "\(received)")
+    }
+
     /// A connection that reaches the body's size limit before its first event (one event larger than the limit)
     /// fails the source: a reconnection resumes from the same ID, and would meet the same event, for ever.
     func testABodySizeLimitMetBeforeAnyEventFailsTheSource() async throws {
