@@ -137,6 +137,26 @@ final class AuthorizationTokenTests: XCTestCase {
         XCTAssertEqual(auth.credential, .bearer(token: "fresh"))
     }
 
+    /// The same with the middleware's own credential empty (a token store still empty at start-up) or ending in a
+    /// blank: the request went out trimmed (`Bearer`), which the middleware took for another stage's credential, so
+    /// its 401 started no refresh, and every call failed until the app set a credential itself.
+    func testAMiddlewareCredentialEmptyOrEndingInABlankIsRefreshedOnItsRejection() throws {
+        for start in [AuthorizationToken.bearer(token: ""), .bearer(token: "stale "), .custom(token: "Token x\t")] {
+            let fake = FakeTransport.answering(
+                .handler { request in
+                    let status = request.value(forHTTPHeaderField: "Authorization") == "Bearer fresh" ? 200 : 401
+                    return .success(ConnectResponse(request: request, statusCode: status, data: Data())!)
+                })
+            let auth = AuthenticationMiddleware(credential: start) { _ in Future(value: .bearer(token: "fresh")) }
+            let connect = Connect(transport: fake, middlewares: [auth], retryPolicy: nil)
+            let me = Route("/me", baseURL: URL(string: "https://api.example.com")!)
+            let response = value(of: connect.response(for: me))
+            XCTAssertEqual(response?.statusCode, 200, "\(start)")
+            XCTAssertEqual(fake.requests.count, 2, "\(start)")
+            XCTAssertEqual(auth.credential, .bearer(token: "fresh"), "\(start)")
+        }
+    }
+
     func testCustomTokenIsUsedAsIs() {
         XCTAssertEqual(AuthorizationToken.custom(token: "Token xyz").headerValue, "Token xyz")
     }

@@ -323,7 +323,9 @@ extension AuthenticationMiddleware {
 
     /// Whether the request `response` answers went out with the `Authorization` this middleware signed it with
     /// (`signed`), as it reached the transport: `false` only when it carries another one. One that carries none (a
-    /// response a stage or a fake made for the request as it was before signing) is taken as signed.
+    /// response a stage or a fake made for the request as it was before signing) is taken as signed. Compared without
+    /// the blanks around the values, which the chain trims before the transport (RFC 9110 §5.5): an empty token went
+    /// out as `Bearer`, and was taken for another stage's credential, never refreshed.
     static func carries(_ signed: String?, _ response: ConnectResponse) -> Bool {
         guard let signed else { return true }
         let carried: String?
@@ -331,7 +333,19 @@ extension AuthenticationMiddleware {
         case .foundation(let request): carried = request.value(forHTTPHeaderField: "Authorization")
         case .model(let sent): carried = sent.request.headerFields[.authorization]
         }
-        return carried.map { $0 == signed } ?? true
+        return carried.map { blanksTrimmed($0).elementsEqual(blanksTrimmed(signed)) } ?? true
+    }
+
+    /// `value` without the spaces and tabs around it.
+    private static func blanksTrimmed(_ value: String) -> Substring.UTF8View {
+        var trimmed = Substring(value).utf8
+        while let byte = trimmed.first, byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
+            trimmed = trimmed.dropFirst()
+        }
+        while let byte = trimmed.last, byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
+            trimmed = trimmed.dropLast()
+        }
+        return trimmed
     }
 
     /// Whether `response` shows that the server read and took the credential: a status below 500 but 408 and 429.
