@@ -775,6 +775,30 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(authorization(fake.requests), [nil, "Bearer signed-in", "Token own"])
     }
 
+    /// Signed out (`setCredential(nil)`), a rejection is the answer: it called `refresh(nil)`, whose new token signed
+    /// the user back in without a word. A middleware made without a credential still refreshes on the first one.
+    func testARejectionAfterSigningOutRefreshesNothing() {
+        // Given: a user signed in, then out
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(fake, auth)
+        auth.setCredential(nil)
+        // When
+        let error = connectError(of: connect.request(Endpoint(endpoint: "/me")))
+        // Then
+        XCTAssertEqual(error?.statusCode, 401)
+        XCTAssertEqual(stub.callCount, 0)
+        XCTAssertNil(auth.credential)
+        // And: signed in again, a rejection refreshes as before
+        auth.setCredential(Self.old)
+        let again = connect.request(Endpoint(endpoint: "/me"))
+        XCTAssertEqual(stub.callCount, 1)
+        stub.succeed(Self.new)
+        XCTAssertNotNil(value(of: again))
+        XCTAssertEqual(auth.credential, Self.new)
+    }
+
     func testSetCredentialDuringARefreshReleasesTheWaitersAndIgnoresTheLateResult() {
         // Given: a rejected request waits for a refresh, another request waits to be sent
         let fake = FakeTransport.answering(Self.accepting(only: Self.new))

@@ -145,6 +145,10 @@ public final class AuthenticationMiddleware: Middleware {
 
     /// Replaces the credential, for example after signing in (a token) or out (`nil`).
     ///
+    /// Signed out, a request goes unsigned and its rejection is its answer (an error of kind
+    /// ``ConnectError/Kind/httpStatus``): no refresh runs, which would sign the user back in, until a credential is
+    /// set again. (A middleware made with no credential refreshes on the first rejection: a token store still empty.)
+    ///
     /// Requests waiting for a refresh stop waiting: those not sent yet go out with `credential`, those the server
     /// rejected ask for another attempt; the result of that refresh, when it comes, is ignored (the observers of the
     /// call that started it hear ``ConnectEvent/tokenRefreshEnded(succeeded:)`` with `false`, unless it gives the
@@ -568,6 +572,9 @@ extension AuthenticationMiddleware {
         var refresh: RefreshInFlight?
         /// Refreshes whose outcome ``setCredential(_:)`` replaced, still running: a new refresh waits for them.
         var supersededRefreshes: Set<UInt64> = []
+        /// Whether ``setCredential(_:)`` set no credential (the user signed out): a rejection is then an answer, not a
+        /// reason to refresh, which would sign the user back in. A middleware made without one is not signed out.
+        var isSignedOut = false
         private var lastID: UInt64 = 0
 
         init(credential: AuthorizationToken?) {
@@ -623,6 +630,7 @@ extension AuthenticationMiddleware {
                 // A request signed with an older credential is not failed by this one's rejection: it has not tried
                 // the current credential yet, and does so once (below), without a refresh.
                 if let renewalRejected { return .fail(renewalRejected) }
+                if isSignedOut { return .answer }
                 if isUnproven {
                     // Renewed and rejected at once: refreshing again would only repeat it.
                     // Kept without this rejection's request, head and body: each later request's failure is given
@@ -671,6 +679,7 @@ extension AuthenticationMiddleware {
         /// Sets the credential; hands back the requests that waited for a refresh, to go on with it.
         mutating func replaceCredential(with newCredential: AuthorizationToken?) -> ([Waiter], Signature) {
             credential = newCredential
+            isSignedOut = newCredential == nil
             epoch &+= 1
             failure = nil
             renewalRejected = nil
