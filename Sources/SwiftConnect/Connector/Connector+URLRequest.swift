@@ -305,30 +305,30 @@ extension Connector {
         }
     }
 
-    /// Whether a content type (a raw body's, an encoder's, a connector header's) names one: an empty or blank one
-    /// means none, and the request goes without `Content-Type` (or with the body's or a default header's; an engine
-    /// may add its own, as URLSession does to a `POST`), not with an empty field that says nothing a server could use
-    /// (the blanks around a value are not sent).
     /// `json`, a JSON body written in UTF-8, as it reads under `sentType`, the request's `Content-Type`: as it is when
-    /// that names no charset, UTF-8, or the body is ASCII; else its characters beyond ASCII written as `\u` escapes,
-    /// which read the same in every charset that keeps ASCII's bytes (`charset=iso-8859-1`, `windows-1252`), where
-    /// UTF-8's bytes would read as other characters (`Zürich` as `ZÃ¼rich`). A charset that does not keep them
-    /// (UTF-16, UTF-32) is refused with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``.
+    /// that names no charset or UTF-8, or when the body is ASCII under a charset that keeps ASCII's bytes (US-ASCII,
+    /// the ISO 8859 family, windows-125x, KOI8); under one of those, its characters beyond ASCII written as `\u`
+    /// escapes, which read the same there, where UTF-8's bytes would read as other characters (`Zürich` as
+    /// `ZÃ¼rich`). Any other charset (UTF-16, UTF-32, EBCDIC's, Shift_JIS, whose `\` is another character) is refused
+    /// with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, whatever the body holds: even ASCII's bytes
+    /// read as other characters there.
     static func jsonBody(_ json: Data, sentAs sentType: String?, request: () -> URLRequest) throws -> Data {
         guard let sentType, let charset = MimeType(rawValue: sentType).parameter("charset"),
-            !namesSameCharset(charset, "utf-8"), json.contains(where: { $0 >= 0x80 }),
-            let text = String(data: json, encoding: .utf8)
+            !namesSameCharset(charset, "utf-8")
         else { return json }
         let folded = charset.lowercased().filter { $0 != "-" && $0 != "_" }
-        guard !folded.hasPrefix("utf16"), !folded.hasPrefix("utf32"), !folded.hasPrefix("ucs"), folded != "utf7"
-        else {
+        let keepsASCII =
+            ["usascii", "ascii", "ansix3.41968", "iso646us", "latin", "iso8859", "windows125", "cp125", "koi8"]
+            .contains { folded.hasPrefix($0) }
+        guard keepsASCII else {
             throw ConnectError.invalidRequest(
                 .bodyEncodingFailed(
                     "the JSON body is written in UTF-8, but the request's Content-Type names charset "
-                        + "\(SingleLineText.make(charset.debugDescription, limit: 40)), whose bytes for ASCII differ: "
-                        + "send it as application/json (UTF-8)"),
+                        + "\(SingleLineText.make(charset.debugDescription, limit: 40)), not one known to write ASCII "
+                        + "as ASCII's bytes: send it as application/json (UTF-8)"),
                 request: request())
         }
+        guard json.contains(where: { $0 >= 0x80 }), let text = String(data: json, encoding: .utf8) else { return json }
         var escaped = ""
         escaped.reserveCapacity(json.count + 16)
         for scalar in text.unicodeScalars {
@@ -344,6 +344,10 @@ extension Connector {
         return Data(escaped.utf8)
     }
 
+    /// Whether a content type (a raw body's, an encoder's, a connector header's) names one: an empty or blank one
+    /// means none, and the request goes without `Content-Type` (or with the body's or a default header's; an engine
+    /// may add its own, as URLSession does to a `POST`), not with an empty field that says nothing a server could use
+    /// (the blanks around a value are not sent).
     static func namesAType(_ contentType: String) -> Bool {
         contentType.contains { $0 != " " && $0 != "\t" }
     }

@@ -277,4 +277,25 @@ final class EncodedBodyTests: XCTestCase {
         XCTAssertTrue(reason.contains("utf-16"), reason)
         XCTAssertEqual(transport.requests.count, 0)
     }
+
+    /// A JSON body of ASCII alone went out unchecked under any charset, UTF-16 too, whose bytes for it differ, and so
+    /// did one under a charset not known to keep ASCII's bytes (EBCDIC's `ibm037`, `unicode`): each is refused now,
+    /// whatever the body holds. Charsets that keep ASCII's bytes (Latin-1, windows-1252, US-ASCII) still carry it.
+    func testAJSONBodyUnderACharsetThatDoesNotKeepASCIIIsRefusedEvenWhenASCII() throws {
+        let ascii: JSONObject = ["a": "x"]
+        for charset in ["utf-16", "UTF-32", "unicode", "iso-10646-ucs-2", "ibm037", "shift_jis"] {
+            let headers: [HTTPHeader] = [.contentType("application/json; charset=\(charset)")]
+            XCTAssertThrowsError(try route(ascii, headers: headers).asURLRequest(), charset) { error in
+                guard case .bodyEncodingFailed? = (error as? ConnectError)?.invalidRequestReason else {
+                    return XCTFail("\(charset): \(error)")
+                }
+            }
+        }
+        for charset in ["us-ascii", "ISO-8859-15", "windows-1252", "latin1", "utf8"] {
+            let headers: [HTTPHeader] = [.contentType("application/json; charset=\(charset)")]
+            XCTAssertEqual(
+                try route(ascii, headers: headers).asURLRequest().httpBody.map { String(decoding: $0, as: UTF8.self) },
+                #"{"a":"x"}"#, charset)
+        }
+    }
 }
