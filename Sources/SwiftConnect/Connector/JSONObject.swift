@@ -87,7 +87,8 @@ public struct JSONObject: Sendable, ParametersRepresentable {
             switch (index, newValue) {
             case (let index?, nil):
                 members.remove(at: index)
-                if repeatedKey == key, members.filter({ $0.key == key }).count < 2 { repeatedKey = nil }
+                // Another key may be written twice still: the request fails for it.
+                if repeatedKey == key { repeatedKey = Self.firstRepeatedKey(in: members) }
             case (nil, nil):
                 break
             case (let index?, let value):
@@ -96,6 +97,12 @@ public struct JSONObject: Sendable, ParametersRepresentable {
                 members.append((key, value))
             }
         }
+    }
+
+    /// The first key of `members` written a second time, or `nil`.
+    private static func firstRepeatedKey(in members: [(key: String, value: Value)]) -> String? {
+        var seen = Set<String>()
+        return members.first { !seen.insert($0.key).inserted }?.key
     }
 
     /// As a JSON body. A client places the object by method instead (see above); this is what other uses of

@@ -252,6 +252,21 @@ final class JSONParametersTests: XCTestCase {
             error?.invalidRequestReason, .invalidParameter(key: "id", reason: "the key is given more than once"))
     }
 
+    /// Removing one repeated key leaves another repeated key refused: the object forgot every repetition but its
+    /// first, and a POST sent `{"role":"user","draft":false,"role":"admin"}`, which servers read either way.
+    func testRemovingOneRepeatedKeyStillRefusesAnother() {
+        var object = JSONObject([("draft", true), ("role", "user"), ("draft", false), ("role", "admin")])
+        object["draft"] = nil
+        let error = refusal(Route("/a", method: .post, parameters: object))
+        XCTAssertEqual(
+            error?.invalidRequestReason, .invalidParameter(key: "role", reason: "the key is given more than once"))
+        object["role"] = nil
+        let base = URL(string: "https://api.test")!
+        let body = try? Route("/a", baseURL: base, method: .post, parameters: object).asURLRequest().httpBody
+        XCTAssertEqual(
+            body.flatMap { $0 }.map { String(decoding: $0, as: UTF8.self) }, #"{"draft":false,"role":"admin"}"#)
+    }
+
     func testAValueTheEncoderRefusesFailsTheRequest() {
         let error = refusal(Route("/a", parameters: ["x": Double.nan]))
         guard case .invalidParameter("x", let reason)? = error?.invalidRequestReason else {
