@@ -375,6 +375,25 @@ final class ResponseCacheHeadTests: XCTestCase {
         XCTAssertNotEqual(try getResponse(connect).header("Content-Type"), "text/html")
     }
 
+    /// One that contradicts the stored GET still removes it: a GET of the URL would not be answered so now.
+    func testAHeadAnsweredByAnotherResourceThatContradictsStillRemovesTheStoredGet() throws {
+        let other = try XCTUnwrap(URL(string: "https://api.example.com/b"))
+        let redirectedHead = FakeResponse.handler { request in
+            let answer = ConnectResponse(
+                request: request, statusCode: 200, headers: ["ETag": #""v9""#], data: Data(), url: other)
+            return .success(answer!)
+        }
+        let transport = server(
+            getHeaders: { ["ETag": #""v\#($0)""#, "Cache-Control": "max-age=3600"] }, head: [redirectedHead])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        try head(connect)
+
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
     /// Nor does a HEAD answered directly refresh a stored GET response that a redirect led to another resource.
     func testAHeadRefreshesNoStoredGetThatARedirectLedElsewhere() throws {
         let clock = ManualClock()

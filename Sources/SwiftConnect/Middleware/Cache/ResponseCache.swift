@@ -1473,9 +1473,10 @@ public final class ResponseCache: Sendable {
             storage?.removeResponses(forKey: key)
             return
         }
-        // A `200` a redirect led to (`/a` now answers `302` to `/b`) is another resource's: it neither refreshes nor
-        // contradicts what a GET of `head`'s URL got, as a 304 from there validates nothing (`updated`).
-        guard !Self.answersAnotherResource(answer, than: head) else { return }
+        // A `200` a redirect led to (`/a` now answers `302` to `/b`) is another resource's: it refreshes nothing a GET
+        // of `head`'s URL got, as a 304 from there validates nothing (`updated`). One that contradicts the stored
+        // response still removes it: a GET of that URL would not be answered so now.
+        let answersElsewhere = Self.answersAnotherResource(answer, than: head)
         // Memory first: what it has under the key is what a GET would be served. `nil` when it has nothing that a GET
         // with these headers would be served.
         let found = state.withLock { state -> HeadCheck? in
@@ -1488,8 +1489,9 @@ public final class ResponseCache: Sendable {
         }
         switch found {
         case .agrees(let entry):
-            // A GET response a redirect led to is another resource's: the HEAD's answer is not its revalidation.
-            guard !entry.isRedirected else { return }
+            // A GET response a redirect led to is another resource's, as is an answer a redirect led to: the HEAD's
+            // answer is not its revalidation.
+            guard !entry.isRedirected, !answersElsewhere else { return }
             refresh(
                 entry, underKey: key, for: head, by: answer, timeToLive: nil, fetch: fetch, generation: generation,
                 hasCredentials: credentials != nil)
