@@ -50,9 +50,11 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// certificate refused, a body no decoder reads) fails the source. The first connection's failure is thrown at once, so
 /// that an endpoint that cannot be reached is reported rather than retried for ever (the client's ``RetryPolicy`` has
 /// already retried it). A stream the network breaks is reconnected, and so is one whose body reaches the size limit
-/// after handing out an event (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for
-/// what it carries (a line or an event's data over its limit, a body that reaches the size limit before its first
-/// event: `.responseTooLarge`) fails the source, which would meet it again on every reconnection.
+/// after handing out an event (``RequestOptions/maxResponseBytes`` counts one connection's body), or whose reader fell
+/// behind an engine that cannot pause (URLSession's: ``StreamingOptions/bufferLimit`` filled) after an event with an
+/// ID, from which the reconnection goes on; one that fails for what it carries (a line or an event's data over its
+/// limit, a body that reaches the size limit before its first event, a full buffer with no event ID to go on from:
+/// `.responseTooLarge`) fails the source, which would meet it again on every reconnection.
 /// Cancel the task, or break out of the loop, to stop; the client's ``Connect/cancelAllRequests()`` stops it too, while
 /// it reads or waits to reconnect.
 ///
@@ -188,7 +190,10 @@ public struct EventSource: AsyncSequence {
                     // fails the source, as an event over its own limit does.
                     record(events)
                     events = nil
-                    guard deliveredOnConnection else {
+                    // A reader behind a full buffer goes on only from an event ID: a feed without one would replay
+                    // the same burst (or lose what came meanwhile) on every reconnection, for ever.
+                    let resumes = !(error.underlyingError is BufferOverflow) || lastEventIDIfSet?.isEmpty == false
+                    guard deliveredOnConnection, resumes else {
                         isFinished = true
                         throw error
                     }

@@ -374,6 +374,18 @@ final class EventSourceTests: XCTestCase {
     /// from its last event, as after a body size limit: the source ended for good, though a reconnection goes on
     /// where the reader was, and a reader only briefly behind catches up.
     func testAReaderBehindAFullBufferReconnectsFromItsLastEvent() async throws {
+        try await assertAReaderBehindAFullBuffer(withIDs: true)
+    }
+
+    /// A feed without event IDs has nothing to go on from: a reconnection would replay the same burst, or lose what
+    /// came meanwhile, on every round, for ever. Its full buffer fails the source, saying to raise the limit.
+    func testAReaderBehindAFullBufferOfAFeedWithoutIDsFailsTheSource() async throws {
+        try await assertAReaderBehindAFullBuffer(withIDs: false)
+    }
+
+    /// A first connection that offers `a`, then, once the reader has it and while it holds the loop, more than the
+    /// buffer's 64 bytes; a second that sends `z`, then the end.
+    private func assertAReaderBehindAFullBuffer(withIDs: Bool) async throws {
         let readerHasTheFirst = Promise<Void>()
         let flooded = Promise<Void>()
         let eventStream = self.eventStream
@@ -385,9 +397,9 @@ final class EventSourceTests: XCTestCase {
             let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: 64))
             response.bodyStream = body
             Task {
-                _ = body.offer(Data("id: 1\ndata: a\n\n".utf8))
+                _ = body.offer(Data("\(withIDs ? "id: 1\n" : "")data: a\n\n".utf8))
                 try? await readerHasTheFirst.future.value
-                for id in 2...20 where body.offer(Data("id: \(id)\ndata: \(id)\n\n".utf8)) {}
+                for id in 2...20 where body.offer(Data("\(withIDs ? "id: \(id)\n" : "")data: \(id)\n\n".utf8)) {}
                 _ = flooded.complete(with: .success(()))
             }
             return .success(response)
@@ -396,12 +408,20 @@ final class EventSourceTests: XCTestCase {
         transport.stub(.get, "/events", with: [unpausable, sse("data: z\n\n"), .status(204)])
         let connect = Connect(transport: transport, retryPolicy: nil)
         var received: [String] = []
-        for try await event in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
-            received.append(event.data)
-            if event.data == "a" {
-                _ = readerHasTheFirst.complete(with: .success(()))
-                try await flooded.future.value
+        do {
+            for try await event in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
+                received.append(event.data)
+                if event.data == "a" {
+                    _ = readerHasTheFirst.complete(with: .success(()))
+                    try await flooded.future.value
+                }
             }
+            XCTAssertTrue(withIDs, "a feed without IDs ended without an error: \(received)")
+        } catch let error as ConnectError where !withIDs {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+            XCTAssertTrue(error.message.contains("bufferLimit"), error.message)
+            XCTAssertEqual(transport.requests.count, 1, "not reconnected")
+            return
         }
         XCTAssertEqual(received.first, "a")
         XCTAssertEqual(received.last, "z", "\(received)")
