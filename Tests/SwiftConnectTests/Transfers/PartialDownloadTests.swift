@@ -270,4 +270,30 @@ final class PartialDownloadTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), Data("abcdefghij".utf8))
         XCTAssertFalse(FileManager.default.fileExists(atPath: part.fileURL.path), "the part was used up")
     }
+
+    /// A part kept where it was written (its destination on another file system than the temporary directory) is the
+    /// part's file: the exchange failing as it is salvaged (its next write meets the closed file) discards the
+    /// download's file, which removed the part handed to the call.
+    func testAPartKeptInPlaceOutlivesTheDownloadsDiscard() throws {
+        let elsewhere = URL(fileURLWithPath: "/dev/shm").appendingPathComponent("part-\(UUID().uuidString)")
+        var shm = stat()
+        var temporary = stat()
+        guard stat("/dev/shm", &shm) == 0, stat(FileManager.default.temporaryDirectory.path, &temporary) == 0,
+            shm.st_dev != temporary.st_dev
+        else { throw XCTSkip("no file system other than the temporary directory's at /dev/shm") }
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: elsewhere) }
+        let file = try DownloadFile(besides: elsewhere.appendingPathComponent("movie.bin"))
+        try file.write(Data("abcd".utf8))
+        let keeping = PartialKeeping(
+            validator: "\"v1\"", source: ShownURL(url: try XCTUnwrap(URL(string: "https://api.example.com/m"))),
+            totalLength: 10)
+        let part = try XCTUnwrap(file.keep(keeping))
+        XCTAssertEqual(part.fileURL.deletingLastPathComponent().path, elsewhere.path)
+        // When: the exchange's next write fails on the closed file, and the exchange discards its file
+        XCTAssertThrowsError(try file.write(Data("efgh".utf8)))
+        file.discard()
+        // Then
+        XCTAssertEqual(try Data(contentsOf: part.fileURL), Data("abcd".utf8))
+    }
 }

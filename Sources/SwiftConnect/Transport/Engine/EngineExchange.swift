@@ -987,13 +987,14 @@ final class DownloadSlot: Sendable {
 /// A download's temporary file, beside its destination, so that it is moved into place with one rename.
 final class DownloadFile: Sendable {
     let url: URL
-    /// The open file, `nil` once closed or discarded, and how many bytes were written to it.
-    private let handle: Protected<(file: FileHandle?, written: Int64)>
+    /// The open file, `nil` once closed or discarded, how many bytes were written to it, and whether it was kept
+    /// where it is as a part (``keep(_:)``): then the part's, which ``discard()`` leaves.
+    private let handle: Protected<(file: FileHandle?, written: Int64, keptInPlace: Bool)>
 
     /// Creates the file (``ReplacementFile``: a name that fits, the permissions of a file it replaces).
     init(besides destination: URL) throws {
         url = ReplacementFile.url(besides: destination, suffix: "download")
-        handle = Protected((try ReplacementFile.create(url, replacing: destination), 0))
+        handle = Protected((try ReplacementFile.create(url, replacing: destination), 0, false))
     }
 
     func write(_ data: Data) throws {
@@ -1012,13 +1013,15 @@ final class DownloadFile: Sendable {
         }
     }
 
-    /// Closes and removes the file (nothing once it was moved into place).
+    /// Closes and removes the file (nothing once it was moved into place, or kept where it is as a part: the exchange
+    /// failing as the part is salvaged discards its file, which is the part's now).
     func discard() {
-        handle.withLock { current in
+        let keptInPlace = handle.withLock { current -> Bool in
             try? current.file?.close()
             current.file = nil
+            return current.keptInPlace
         }
-        try? FileManager.default.removeItem(at: url)
+        if !keptInPlace { try? FileManager.default.removeItem(at: url) }
     }
 
     /// Closes the file and moves it, owner-only, into the temporary directory as the part of a body that arrived (or
@@ -1043,7 +1046,10 @@ final class DownloadFile: Sendable {
             // On another file system (a tmpfs `/tmp`, an external drive), or where the temporary directory refuses
             // it, the part stays where it was written, beside the destination: moving it would copy every byte that
             // arrived, here, on the thread that cancelled or timed out the call, under this lock.
-            guard rename(url.path, target.path) == 0 else { return (url, current.written) }
+            guard rename(url.path, target.path) == 0 else {
+                current.keptInPlace = true
+                return (url, current.written)
+            }
             return (target, current.written)
         }
         guard let kept else { return nil }
