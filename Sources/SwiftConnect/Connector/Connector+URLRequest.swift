@@ -307,7 +307,7 @@ extension Connector {
 
     /// `json`, a JSON body written in UTF-8, as it reads under `sentType`, the request's `Content-Type`: as it is when
     /// that names no charset or UTF-8, or when the body is ASCII under a charset that keeps ASCII's bytes (US-ASCII,
-    /// the ISO 8859 family, windows-125x, KOI8); under one of those, its characters beyond ASCII written as `\u`
+    /// the ISO 8859 family, windows-125x, KOI8, EUC, GBK, GB18030, Big5, by any of their names); under one of those, its characters beyond ASCII written as `\u`
     /// escapes, which read the same there, where UTF-8's bytes would read as other characters (`Zürich` as
     /// `ZÃ¼rich`). Any other charset (UTF-16, UTF-32, EBCDIC's, Shift_JIS, whose `\` is another character) is refused
     /// with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, whatever the body holds: even ASCII's bytes
@@ -317,9 +317,13 @@ extension Connector {
             !namesSameCharset(charset, "utf-8")
         else { return json }
         let folded = charset.lowercased().filter { $0 != "-" && $0 != "_" }
+        // Every name of a form's charsets (`cp819`, `x-cp1252`), and the families that keep ASCII's bytes.
         let keepsASCII =
-            ["usascii", "ascii", "ansix3.41968", "iso646us", "latin", "iso8859", "windows125", "cp125", "koi8"]
-            .contains { folded.hasPrefix($0) }
+            FormBodyCharset.isWritten(charset)
+            || [
+                "usascii", "ascii", "latin", "iso8859", "windows125", "cp125", "koi8", "euc", "gbk", "gb2312",
+                "gb18030", "big5", "windows874", "tis620", "macintosh",
+            ].contains { folded.hasPrefix($0) }
         guard keepsASCII else {
             throw ConnectError.invalidRequest(
                 .bodyEncodingFailed(

@@ -291,7 +291,10 @@ final class EncodedBodyTests: XCTestCase {
                 }
             }
         }
-        for charset in ["us-ascii", "ISO-8859-15", "windows-1252", "latin1", "utf8"] {
+        for charset in [
+            "us-ascii", "ISO-8859-15", "windows-1252", "latin1", "utf8", "cp819", "x-cp1252", "csASCII", "l1",
+            "euc-kr", "gb18030", "big5",
+        ] {
             let headers: [HTTPHeader] = [.contentType("application/json; charset=\(charset)")]
             XCTAssertEqual(
                 try route(ascii, headers: headers).asURLRequest().httpBody.map { String(decoding: $0, as: UTF8.self) },
