@@ -9,24 +9,39 @@ extension RecordingRedaction {
     static let unreadableJSONBody = "<redacted: unreadable JSON body>"
 
     /// Whether `data` is, or claims to be, JSON that cannot be read: of a JSON media type (`application/json`,
-    /// `application/problem+json`…) or, without a declared type, starting with `{` or `[` after a byte order mark and
-    /// white space (of another declared type, see ``isBracketedText(_:contentType:)``); and it does not parse as JSON
-    /// nor as JSON lines (a body cut short), or it nests deeper than ``SwiftConnect/Redaction/maximumJSONDepth``
-    /// levels, where the logs stop reading JSON too (walking it recurses once per level). White space alone is not
-    /// unreadable: it holds no secret. Nor is a body not declared JSON holding a control byte JSON text never holds
-    /// (NUL…): binary content whose first byte happens to be `{` or `[` (a BSON document), recorded and matched byte
-    /// for byte.
+    /// `application/problem+json`…) or, without one, starting with `{` or `[` after a byte order mark and white
+    /// space; and it does not parse as JSON nor as JSON lines (a body cut short), or it nests deeper than
+    /// ``SwiftConnect/Redaction/maximumJSONDepth`` levels, where the logs stop reading JSON too (walking it recurses
+    /// once per level). White space alone is not unreadable: it holds no secret. Nor is a body not declared JSON
+    /// holding a control byte JSON text never holds (NUL…): binary content whose first byte happens to be `{` or `[`
+    /// (a BSON document), recorded and matched byte for byte. Nor is text declared of another type (`text/plain`)
+    /// that names nothing secret: text that merely starts with a bracket (a README's badge, an INI section, a
+    /// `[INFO]` log), kept as text (withheld whole, a replay handed the app the placeholder for it, and two such
+    /// request bodies matched alike). Such text that names a secret (`{"access_token"=>"…"}`, a Ruby hash printed;
+    /// JSON mislabelled and cut short) is withheld: where its value is, in a syntax of its own, cannot be told.
     static func isUnreadableJSON(_ data: Data, contentType: String?) -> Bool {
-        startsAsUnreadableJSON(data, contentType: contentType) && !isOtherDeclaredType(contentType)
+        startsAsUnreadableJSON(data, contentType: contentType)
+            && (!isOtherDeclaredType(contentType) || mentionsSecretName(data))
     }
 
-    /// Whether `data`, declared of a type other than JSON (`text/plain`, `text/markdown`), starts as JSON does but
-    /// cannot be read as JSON (``isUnreadableJSON(_:contentType:)`` but for its type): text that merely starts with a
-    /// bracket (a README's badge, an INI section, a `[INFO]` log), or JSON mislabelled and cut short. Kept, unlike
-    /// unreadable JSON, with the strings under a secret key hidden (``secretStringsScanned(in:)``): withheld whole, a
-    /// replay handed the app the placeholder for its text, and two such request bodies matched alike.
-    static func isBracketedText(_ data: Data, contentType: String?) -> Bool {
-        isOtherDeclaredType(contentType) && startsAsUnreadableJSON(data, contentType: contentType)
+    /// Whether a word of `data` (a run of letters, digits, `_`, `-`, `.`) is a secret's name as a header's would be
+    /// (``SwiftConnect/HTTPHeader/isSensitive(name:)``: `access_token`, `password`).
+    private static func mentionsSecretName(_ data: Data) -> Bool {
+        var word: [UInt8] = []
+        func isSecret() -> Bool {
+            defer { word.removeAll(keepingCapacity: true) }
+            return !word.isEmpty && HTTPHeader.isSensitive(name: String(decoding: word, as: UTF8.self))
+        }
+        for byte in data {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                word.append(byte)
+            default:
+                if isSecret() { return true }
+            }
+        }
+        return isSecret()
     }
 
     /// Whether `contentType` names a type, and not a JSON one.

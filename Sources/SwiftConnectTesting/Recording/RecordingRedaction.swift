@@ -181,19 +181,12 @@ enum RecordingRedaction {
             redacted = Data(text.utf8)
         } else if isUnreadableJSON(data, contentType: contentType) {
             return Data(unreadableJSONBody.utf8)
-        } else if isBracketedText(data, contentType: contentType) {
-            redacted = hidingQuotedURLSecrets(in: hidingScannedSecrets(in: data))
         } else if let json = redactedJSON(data) ?? redactedJSONLines(data) {
             redacted = json
         } else {
             redacted = hidingQuotedURLSecrets(in: redacted)
         }
         return hidingValues(in: redacted, secrets: secrets)
-    }
-
-    /// `data` as ``isBracketedText(_:contentType:)`` records it: the strings under a secret key hidden.
-    private static func hidingScannedSecrets(in data: Data) -> Data {
-        hidingValues(in: data, secrets: SecretValues(values: secretStringsScanned(in: data)))
     }
 
     /// A multipart body with the content of each part whose field name is secret (`password`, `api_key`) replaced by
@@ -434,9 +427,6 @@ enum RecordingRedaction {
             return hidingValues(in: lines + cut, secrets: secrets)
         }
         if isUnreadableJSON(data, contentType: contentType) { return Data(unreadableJSONBody.utf8) }
-        if isBracketedText(data, contentType: contentType) {
-            return hidingValues(in: hidingQuotedURLSecrets(in: hidingScannedSecrets(in: data)), secrets: secrets)
-        }
         if isXML(data, contentType: contentType) {
             return hidingValues(inXML: hidingQuotedURLSecrets(in: redactedXML(data) ?? data), secrets: secrets)
         }
@@ -607,11 +597,7 @@ enum RecordingRedaction {
         if isEventStream(fields[.contentType]), let text = String(data: body, encoding: .utf8) {
             return found + secretsHandedOut(byEventStream: text)
         }
-        if isUnreadableJSON(body, contentType: fields[.contentType])
-            || isBracketedText(body, contentType: fields[.contentType])
-        {
-            return found + secretStringsScanned(in: body)
-        }
+        if isUnreadableJSON(body, contentType: fields[.contentType]) { return found + secretStringsScanned(in: body) }
         for document in jsonDocuments(in: body) {
             collectSecretStrings(document, underSecretKey: false, into: &found)
         }

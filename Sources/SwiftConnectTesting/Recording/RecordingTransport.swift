@@ -43,9 +43,8 @@ import SwiftConnect
 ///   JSON (declared so, or of no declared type and starting with `{` or `[`) but cannot be read (cut short, or nested
 ///   deeper than 128 levels, where the library's logs stop reading it too) is recorded whole as
 ///   `<redacted: unreadable JSON body>`, since its secrets cannot be found (text of another declared type is kept,
-///   the strings a secret key names in it hidden): a request with
-///   such a body matches a recording of the same call with any such body, and such an answer replays as the
-///   placeholder. Matching compares the placeholders, so replay works with any token; `placeholderValues` puts values
+///   unless it names a secret): a request with such a body matches a recording of the same call with any such body,
+///   and such an answer replays as the placeholder. Matching compares the placeholders, so replay works with any token; `placeholderValues` puts values
 ///   back into replayed responses (and their `Content-Length`, when they have one, is the filled body's).
 /// - **Files**: HAR 1.2 (a browser's export replays too), pretty-printed with sorted keys, written atomically after
 ///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test

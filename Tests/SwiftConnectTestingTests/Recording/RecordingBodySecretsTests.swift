@@ -419,14 +419,22 @@ final class RecordingBodySecretsTests: XCTestCase {
 
     /// Text of another declared type that merely starts with a bracket (a README's badge, an INI section, a `[INFO]`
     /// log) is no JSON: it was withheld whole as unreadable JSON, and replayed as the placeholder; two such request
-    /// bodies matched alike. It is kept now, and what a mislabelled JSON cut short holds under a secret key is hidden.
-    func testTextOfAnotherTypeStartingWithABracketIsKeptWithItsSecretsHidden() throws {
+    /// bodies matched alike. It is kept now. Such text that names a secret (JSON mislabelled and
+    /// cut short, a Python dict printed) is still withheld, its secret nowhere in the file, not where an answer echoes
+    /// it either.
+    func testTextOfAnotherTypeStartingWithABracketIsKeptUnlessItNamesASecret() throws {
         let readme = "[![CI](https://ci.test/badge.svg)](https://ci.test)\n# Title\n"
-        let mislabelled = #"{"access_token":"tok-TEXT-112233","expires_in":3"#
+        let answers = [
+            "/readme": readme,
+            "/token": #"{"access_token":"tok-TEXT-112233","expires_in":3"#,
+            "/python": "{'access_token': 'tok-PY-445566'}",
+        ]
         let fake = FakeTransport(
             fallback: .handler { request in
-                let body = request.url?.path == "/readme" ? readme : mislabelled
-                return Self.plainText(Data(body.utf8), to: request)
+                if let body = request.httpBody {
+                    return Self.plainText(Data("you sent ".utf8) + body, status: 400, to: request)
+                }
+                return Self.plainText(Data((answers[request.url?.path ?? ""] ?? "").utf8), to: request)
             })
         fake.stub(.put, "/config", with: [.data(Data("first".utf8)), .data(Data("second".utf8))])
         let file = folder.appendingPathComponent("bracketed.har")
@@ -436,21 +444,25 @@ final class RecordingBodySecretsTests: XCTestCase {
                 .put, "http://api.test/config", headers: [.contentType: "text/plain"],
                 body: Data("[section]\nvalue=\(value)\n".utf8))
         }
+        let echoed = try connectRequest(
+            .post, "http://api.test/login", headers: [.contentType: "text/plain"],
+            body: Data(#"{"password":"tok-ECHO-778899","#.utf8))
         // When
         for request in [
             try connectRequest(.get, "http://api.test/readme"), try connectRequest(.get, "http://api.test/token"),
-            try config(1), try config(2),
+            try connectRequest(.get, "http://api.test/python"), echoed, try config(1), try config(2),
         ] {
             _ = try recorder.send(request, transfer: TransferOptions()).wait()
         }
         // Then
         let text = try String(contentsOf: file, encoding: .utf8)
-        XCTAssertFalse(text.contains("tok-TEXT-112233"), text)
+        for secret in ["tok-TEXT-112233", "tok-PY-445566", "tok-ECHO-778899"] {
+            XCTAssertFalse(text.contains(secret), secret)
+        }
         let entries = try HAR(contentsOf: file).log.entries
         XCTAssertEqual(entries.first?.response.content.data, Data(readme.utf8))
-        XCTAssertEqual(
-            entries.dropFirst().first.map { String(decoding: $0.response.content.data ?? Data(), as: UTF8.self) },
-            #"{"access_token":"<redacted>","expires_in":3"#)
+        XCTAssertEqual(entries.dropFirst().first?.response.content.data, unreadable, "the cut JSON is withheld")
+        XCTAssertEqual(entries.dropFirst(2).first?.response.content.data, unreadable, "the Python dict is withheld")
         // When: replayed
         let replay = RecordingTransport(fileURL: file, mode: .replay)
         let readmeAgain = try replay.send(connectRequest(.get, "http://api.test/readme"), transfer: TransferOptions())
