@@ -321,6 +321,25 @@ final class ResponseCacheHeadTests: XCTestCase {
         }
     }
 
+    /// Unless a redirect led the HEAD to another resource: its fields update nothing, in the storage as in memory.
+    func testAHeadThatAgreesButMayNotBeStoredFromAnotherResourceLeavesTheStorageRecord() throws {
+        let other = try XCTUnwrap(URL(string: "https://api.example.com/b"))
+        let redirectedHead = FakeResponse.handler { request in
+            let answer = ConnectResponse(
+                request: request, statusCode: 200, headers: ["Cache-Control": "no-store"], data: Data(), url: other)
+            return .success(answer!)
+        }
+        let storage = MemoryResponseStorage()
+        let transport = server(head: [redirectedHead])
+        XCTAssertEqual(try get(client(transport, cache: ResponseCache(storage: storage))), #"{"version":1}"#)
+        let restarted = client(transport, cache: ResponseCache(storage: storage))
+
+        try head(restarted)
+
+        XCTAssertEqual(try get(restarted), #"{"version":1}"#)
+        XCTAssertEqual(gets(transport), 1)
+    }
+
     // MARK: - Updating the stored GET (RFC 9111 §4.3.5, §3.2)
 
     func testAHeadThatAgreesRefreshesTheStoredGetsHeadersAndFreshness() throws {

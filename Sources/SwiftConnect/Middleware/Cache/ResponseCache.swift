@@ -1510,11 +1510,13 @@ public final class ResponseCache: Sendable {
             record.headers.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }?.value
         }
         // One that agrees leaves the record as it is (its rule is not known), unless its fields would keep the
-        // updated response out of the cache, as they remove one memory has (`refresh`): `no-store`, `Vary: *`.
+        // updated response out of the cache, as they remove one memory has (`refresh`): `no-store`, `Vary: *`. Those
+        // of another resource's answer (a redirect's) update nothing, as in memory.
         let cacheControl = ResponseFreshness.freshnessFields(of: answer.storedHead).cacheControl
         let forbidsStoring =
-            (cacheControl.map { CacheDirectives($0).noStore } ?? false)
-            || Self.varying(of: answer, requestHeaders: [:]) == nil
+            !answersElsewhere
+            && ((cacheControl.map { CacheDirectives($0).noStore } ?? false)
+                || Self.varying(of: answer, requestHeaders: [:]) == nil)
         guard Self.headAnswer(answer, contradicts: field, bodyCount: record.body.count) || forbidsStoring,
             state.withLock({ $0.supersede(key, method: .get, byFetch: fetch) })
         else { return }
