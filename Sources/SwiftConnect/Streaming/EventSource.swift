@@ -103,6 +103,9 @@ public struct EventSource: AsyncSequence {
         /// Whether the current connection handed out an event: one that reaches the body's size limit before any
         /// would reach it again, at the same event, on every reconnection.
         private var deliveredOnConnection = false
+        /// The event ID the current connection started from (a saved one, the last one before): a full buffer is
+        /// reconnected only once the connection has moved it on.
+        private var idAtOpen: String?
         /// The client's count of `cancelAllRequests()` when the first connection began, read once: one since then
         /// stops the source, whether it comes while a connection reads, while the source waits to reconnect, or in
         /// between (a wait just over, its task not yet resumed), where nothing of the source is in flight to cancel.
@@ -157,6 +160,7 @@ public struct EventSource: AsyncSequence {
                         return nil
                     }
                     events = opened
+                    idAtOpen = opened.lastEventIDIfSet
                     hasConnected = true
                     deliveredOnConnection = false
                 } else if Task.isCancelled {
@@ -190,9 +194,12 @@ public struct EventSource: AsyncSequence {
                     // fails the source, as an event over its own limit does.
                     record(events)
                     events = nil
-                    // A reader behind a full buffer goes on only from an event ID: a feed without one would replay
-                    // the same burst (or lose what came meanwhile) on every reconnection, for ever.
-                    let resumes = !(error.underlyingError is BufferOverflow) || lastEventIDIfSet?.isEmpty == false
+                    // A reader behind a full buffer goes on only from an event ID this connection moved on: a feed
+                    // without IDs (or with a saved one its events never change) would replay the same burst, or lose
+                    // what came meanwhile, on every reconnection, for ever.
+                    let resumes =
+                        !(error.underlyingError is BufferOverflow)
+                        || (lastEventIDIfSet?.isEmpty == false && lastEventIDIfSet != idAtOpen)
                     guard deliveredOnConnection, resumes else {
                         isFinished = true
                         throw error

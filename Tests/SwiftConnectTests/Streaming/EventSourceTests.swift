@@ -383,9 +383,15 @@ final class EventSourceTests: XCTestCase {
         try await assertAReaderBehindAFullBuffer(withIDs: false)
     }
 
+    /// Nor does a saved ID the feed's events never move on (each carries it): the reconnection would go on from the
+    /// same place for ever.
+    func testAReaderBehindAFullBufferOfAFeedThatNeverMovesItsSavedIDFailsTheSource() async throws {
+        try await assertAReaderBehindAFullBuffer(withIDs: false, savedID: "41")
+    }
+
     /// A first connection that offers `a`, then, once the reader has it and while it holds the loop, more than the
     /// buffer's 64 bytes; a second that sends `z`, then the end.
-    private func assertAReaderBehindAFullBuffer(withIDs: Bool) async throws {
+    private func assertAReaderBehindAFullBuffer(withIDs: Bool, savedID: String? = nil) async throws {
         let readerHasTheFirst = Promise<Void>()
         let flooded = Promise<Void>()
         let eventStream = self.eventStream
@@ -408,8 +414,11 @@ final class EventSourceTests: XCTestCase {
         transport.stub(.get, "/events", with: [unpausable, sse("data: z\n\n"), .status(204)])
         let connect = Connect(transport: transport, retryPolicy: nil)
         var received: [String] = []
+        let feed = Route(
+            "/events", baseURL: URL(string: "https://api.example.com")!,
+            headers: savedID.map { [HTTPHeader(name: "Last-Event-ID", value: $0)] } ?? [])
         do {
-            for try await event in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
+            for try await event in connect.eventSource(feed, reconnection: EventSourceReconnection(delay: 0)) {
                 received.append(event.data)
                 if event.data == "a" {
                     _ = readerHasTheFirst.complete(with: .success(()))
