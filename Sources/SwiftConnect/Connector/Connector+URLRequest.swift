@@ -307,22 +307,23 @@ extension Connector {
 
     /// `json`, a JSON body written in UTF-8, as it reads under `sentType`, the request's `Content-Type`: as it is when
     /// that names no charset or UTF-8, or when the body is ASCII under a charset that keeps ASCII's bytes (US-ASCII,
-    /// the ISO 8859 family, windows-125x, KOI8, EUC, GBK, GB18030, Big5, by any of their names); under one of those, its characters beyond ASCII written as `\u`
-    /// escapes, which read the same there, where UTF-8's bytes would read as other characters (`Zürich` as
-    /// `ZÃ¼rich`). Any other charset (UTF-16, UTF-32, EBCDIC's, Shift_JIS, whose `\` is another character) is refused
-    /// with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, whatever the body holds: even ASCII's bytes
-    /// read as other characters there.
+    /// the ISO 8859 family, windows-125x, KOI8, EUC, GBK, GB18030, Big5, by their common names); under one of those,
+    /// its characters beyond ASCII written as `\u` escapes, which read the same there, where UTF-8's bytes would read
+    /// as other characters (`Zürich` as `ZÃ¼rich`). Any other charset (UTF-16, UTF-32, EBCDIC's, Shift_JIS, whose `\`
+    /// is another character) is refused with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, whatever
+    /// the body holds: even ASCII's bytes read as other characters there.
     static func jsonBody(_ json: Data, sentAs sentType: String?, request: () -> URLRequest) throws -> Data {
         guard let sentType, let charset = MimeType(rawValue: sentType).parameter("charset"),
             !namesSameCharset(charset, "utf-8")
         else { return json }
         let folded = charset.lowercased().filter { $0 != "-" && $0 != "_" }
-        // Every name of a form's charsets (`cp819`, `x-cp1252`), and the families that keep ASCII's bytes.
+        // Every name of a form's charsets (`cp819`, `x-cp1252`), the families that keep ASCII's bytes, and their
+        // common aliases (WHATWG's Encoding labels).
         let keepsASCII =
-            FormBodyCharset.isWritten(charset)
+            FormBodyCharset.isWritten(charset) || asciiKeepingCharsetAliases.contains(folded)
             || [
                 "usascii", "ascii", "latin", "iso8859", "windows125", "cp125", "koi8", "euc", "gbk", "gb2312",
-                "gb18030", "big5", "windows874", "tis620", "macintosh",
+                "gb18030", "big5", "windows874", "tis620", "macintosh", "csisolatin", "cskoi8", "xeuc", "xgbk",
             ].contains { folded.hasPrefix($0) }
         guard keepsASCII else {
             throw ConnectError.invalidRequest(
@@ -847,3 +848,11 @@ extension HTTPHeader {
         value.allSatisfy { $0 == " " || $0 == "\t" } && HTTPHeader.asciiCaseInsensitiveEquals(name, "Content-Type")
     }
 }
+
+/// Charset labels, folded as `Connector.jsonBody(_:sentAs:request:)` folds them (lower case, no `-` or `_`), that name
+/// a charset keeping ASCII's bytes under no prefix it knows: US-ASCII's `cp367`, Latin-2's `l2`, the Korean, Chinese
+/// and Mac ones.
+private let asciiKeepingCharsetAliases: Set<String> = [
+    "cp367", "ibm367", "l2", "l3", "l4", "l5", "l6", "l9", "cp936", "cp949", "cp950", "ksc56011987", "ksc5601",
+    "windows949", "xmacroman", "xmaccyrillic", "xxbig5", "cp866", "ibm866",
+]

@@ -101,15 +101,15 @@ enum FormBodyCharset {
         return canonical(first) == canonical(second)
     }
 
-    /// The labels of the charsets a form body is written in, and their encodings: exact, not as a browser reads a
-    /// label (`iso-8859-1` is Latin-1 here, not windows-1252), so that a server decoding the label it sent gets the
-    /// text back.
     /// Whether `label` names a charset a form body is written in (US-ASCII, ISO-8859-1 or windows-1252, by any of
     /// their names): one that writes ASCII as ASCII's bytes.
     static func isWritten(_ label: String) -> Bool {
         encodings[label.trimmingCharacters(in: .whitespaces).lowercased()] != nil
     }
 
+    /// The labels of the charsets a form body is written in, and their encodings: exact, not as a browser reads a
+    /// label (`iso-8859-1` is Latin-1 here, not windows-1252), so that a server decoding the label it sent gets the
+    /// text back.
     private static let encodings: [String: String.Encoding] = {
         var table: [String: String.Encoding] = [:]
         let labels: [(String.Encoding, [String])] = [

@@ -293,7 +293,8 @@ final class EncodedBodyTests: XCTestCase {
         }
         for charset in [
             "us-ascii", "ISO-8859-15", "windows-1252", "latin1", "utf8", "cp819", "x-cp1252", "csASCII", "l1",
-            "euc-kr", "gb18030", "big5",
+            "euc-kr", "gb18030", "big5", "cp367", "l2", "csISOLatin2", "x-gbk", "cp936", "ks_c_5601-1987", "cp949",
+            "cp950", "csKOI8R", "x-euc-jp", "x-mac-roman",
         ] {
             let headers: [HTTPHeader] = [.contentType("application/json; charset=\(charset)")]
             XCTAssertEqual(
