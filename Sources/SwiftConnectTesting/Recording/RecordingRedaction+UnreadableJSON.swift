@@ -24,24 +24,13 @@ extension RecordingRedaction {
             && (!isOtherDeclaredType(contentType) || mentionsSecretName(data))
     }
 
-    /// Whether a word of `data` (a run of letters, digits, `_`, `-`, `.`) is a secret's name as a header's would be
-    /// (``SwiftConnect/HTTPHeader/isSensitive(name:)``: `access_token`, `password`).
+    /// Whether `data` names a secret anywhere, as a header's name would (``SwiftConnect/HTTPHeader/isSensitive(name:)``
+    /// on the whole text: ASCII case and the separators `-`, `_`, `.`, `+` and space ignored, so `access_token`,
+    /// `API Key` and `Session` all count). Wider than any one syntax's keys on purpose: text that names one is
+    /// withheld, and too much withheld only costs a replay its text.
     private static func mentionsSecretName(_ data: Data) -> Bool {
-        var word: [UInt8] = []
-        func isSecret() -> Bool {
-            defer { word.removeAll(keepingCapacity: true) }
-            return !word.isEmpty && HTTPHeader.isSensitive(name: String(decoding: word, as: UTF8.self))
-        }
-        for byte in data {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "."):
-                word.append(byte)
-            default:
-                if isSecret() { return true }
-            }
-        }
-        return isSecret()
+        // A line end after it: a public type's suffix (`token_type`) ends no text here, and counts as the name it is.
+        HTTPHeader.isSensitive(name: String(decoding: data, as: UTF8.self) + "\n")
     }
 
     /// Whether `contentType` names a type, and not a JSON one.

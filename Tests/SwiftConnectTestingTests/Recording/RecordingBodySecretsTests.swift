@@ -419,15 +419,16 @@ final class RecordingBodySecretsTests: XCTestCase {
 
     /// Text of another declared type that merely starts with a bracket (a README's badge, an INI section, a `[INFO]`
     /// log) is no JSON: it was withheld whole as unreadable JSON, and replayed as the placeholder; two such request
-    /// bodies matched alike. It is kept now. Such text that names a secret (JSON mislabelled and
-    /// cut short, a Python dict printed) is still withheld, its secret nowhere in the file, not where an answer echoes
-    /// it either.
+    /// bodies matched alike. It is kept now. Such text that names a secret (JSON mislabelled and cut short, a Python
+    /// dict printed, a name with a space) is still withheld, its secret nowhere in the file; a JSON one's secret is
+    /// hidden where an answer echoes it too.
     func testTextOfAnotherTypeStartingWithABracketIsKeptUnlessItNamesASecret() throws {
         let readme = "[![CI](https://ci.test/badge.svg)](https://ci.test)\n# Title\n"
         let answers = [
             "/readme": readme,
             "/token": #"{"access_token":"tok-TEXT-112233","expires_in":3"#,
             "/python": "{'access_token': 'tok-PY-445566'}",
+            "/spaced": #"{"API Key":"tok-SPACED-990011","expires_in":3"#,
         ]
         let fake = FakeTransport(
             fallback: .handler { request in
@@ -450,19 +451,21 @@ final class RecordingBodySecretsTests: XCTestCase {
         // When
         for request in [
             try connectRequest(.get, "http://api.test/readme"), try connectRequest(.get, "http://api.test/token"),
-            try connectRequest(.get, "http://api.test/python"), echoed, try config(1), try config(2),
+            try connectRequest(.get, "http://api.test/python"), try connectRequest(.get, "http://api.test/spaced"),
+            echoed, try config(1), try config(2),
         ] {
             _ = try recorder.send(request, transfer: TransferOptions()).wait()
         }
         // Then
         let text = try String(contentsOf: file, encoding: .utf8)
-        for secret in ["tok-TEXT-112233", "tok-PY-445566", "tok-ECHO-778899"] {
+        for secret in ["tok-TEXT-112233", "tok-PY-445566", "tok-SPACED-990011", "tok-ECHO-778899"] {
             XCTAssertFalse(text.contains(secret), secret)
         }
         let entries = try HAR(contentsOf: file).log.entries
         XCTAssertEqual(entries.first?.response.content.data, Data(readme.utf8))
         XCTAssertEqual(entries.dropFirst().first?.response.content.data, unreadable, "the cut JSON is withheld")
         XCTAssertEqual(entries.dropFirst(2).first?.response.content.data, unreadable, "the Python dict is withheld")
+        XCTAssertEqual(entries.dropFirst(3).first?.response.content.data, unreadable, "a name with a space counts")
         // When: replayed
         let replay = RecordingTransport(fileURL: file, mode: .replay)
         let readmeAgain = try replay.send(connectRequest(.get, "http://api.test/readme"), transfer: TransferOptions())
