@@ -193,13 +193,7 @@ final class ResumableDownloadTests: IntegrationTestCase {
     /// part where it was written, beside the destination: moving it meant copying every byte that arrived, on the
     /// thread that cancelled or timed out the call (a UI freezing for seconds), into a RAM-backed `/tmp` perhaps.
     func testAPartOnAnotherFileSystemThanTheTemporaryDirectoryStaysBesideTheDestination() throws {
-        let elsewhere = URL(fileURLWithPath: "/dev/shm").appendingPathComponent("resume-\(UUID().uuidString)")
-        var shm = stat()
-        var temporary = stat()
-        guard stat("/dev/shm", &shm) == 0, stat(FileManager.default.temporaryDirectory.path, &temporary) == 0,
-            shm.st_dev != temporary.st_dev
-        else { throw XCTSkip("no file system other than the temporary directory's at /dev/shm") }
-        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        let elsewhere = try folderOnAnotherFileSystem(named: "resume")
         defer { try? FileManager.default.removeItem(at: elsewhere) }
         let target = elsewhere.appendingPathComponent("movie.bin")
         site.set(cutAfter: 80_000)

@@ -233,3 +233,16 @@ struct StalledProducer: AsyncSequence, Sendable {
         }
     }
 }
+
+/// A new folder on another file system than the temporary directory's (`/dev/shm`, a tmpfs on Linux), named `prefix`
+/// and a UUID, for what differs when a rename across the two cannot be done; skips the test where there is none.
+func folderOnAnotherFileSystem(named prefix: String) throws -> URL {
+    var shm = stat()
+    var temporary = stat()
+    guard stat("/dev/shm", &shm) == 0, stat(FileManager.default.temporaryDirectory.path, &temporary) == 0,
+        shm.st_dev != temporary.st_dev
+    else { throw XCTSkip("no file system other than the temporary directory's at /dev/shm") }
+    let folder = URL(fileURLWithPath: "/dev/shm").appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    return folder
+}

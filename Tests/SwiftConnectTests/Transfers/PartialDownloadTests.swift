@@ -275,13 +275,7 @@ final class PartialDownloadTests: XCTestCase {
     /// part's file: the exchange failing as it is salvaged (its next write meets the closed file) discards the
     /// download's file, which removed the part handed to the call.
     func testAPartKeptInPlaceOutlivesTheDownloadsDiscard() throws {
-        let elsewhere = URL(fileURLWithPath: "/dev/shm").appendingPathComponent("part-\(UUID().uuidString)")
-        var shm = stat()
-        var temporary = stat()
-        guard stat("/dev/shm", &shm) == 0, stat(FileManager.default.temporaryDirectory.path, &temporary) == 0,
-            shm.st_dev != temporary.st_dev
-        else { throw XCTSkip("no file system other than the temporary directory's at /dev/shm") }
-        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        let elsewhere = try folderOnAnotherFileSystem(named: "part")
         defer { try? FileManager.default.removeItem(at: elsewhere) }
         let file = try DownloadFile(besides: elsewhere.appendingPathComponent("movie.bin"))
         try file.write(Data("abcd".utf8))
